@@ -1,0 +1,1 @@
+"""Speed benchmarks (``mopa bench ...``): measured on the code that ships."""

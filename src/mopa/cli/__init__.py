@@ -1,0 +1,1 @@
+"""The ``mopa`` command line: argument parsing and printing live here."""

@@ -1,0 +1,97 @@
+"""``mopa bench env``: environment steps per second, with JaxMARL in the same run."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+from pathlib import Path
+
+from mopa.core.files import write_json
+from mopa.core.runinfo import run_metadata
+from mopa.errors import InvalidParameterError, UnknownNameError
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    bench = commands.add_parser("bench", help="speed benchmarks")
+    kinds = bench.add_subparsers(dest="bench", metavar="BENCH", required=True)
+    env = kinds.add_parser(
+        "env",
+        help="environment steps per second for every pursuit game and JaxMARL's "
+        "simple_tag, at several batch sizes",
+    )
+    env.add_argument(
+        "--json", type=Path, help="also write the rows as JSON to this path"
+    )
+    env.add_argument(
+        "--envs", nargs="+", help="games to measure (default: every pursuit game)"
+    )
+    env.add_argument(
+        "--batches",
+        nargs="+",
+        type=int,
+        default=[1, 64, 1024, 4096],
+        help="batch sizes (default: 1 64 1024 4096)",
+    )
+    env.add_argument(
+        "--repeats", type=int, default=5, help="timed repetitions (median)"
+    )
+    env.add_argument(
+        "--steps",
+        type=int,
+        default=400_000,
+        help="about this many steps per timed repetition (default 400000)",
+    )
+    env.add_argument(
+        "--no-jaxmarl", action="store_true", help="skip the JaxMARL reference"
+    )
+    env.set_defaults(run=run_env)
+
+
+def run_env(args: argparse.Namespace) -> int:
+    from mopa.bench.env_speed import PURSUIT_ENVS, bench_env, speedups
+
+    envs = tuple(args.envs or PURSUIT_ENVS)
+    unknown = [name for name in envs if name not in PURSUIT_ENVS]
+    if unknown:
+        raise UnknownNameError(
+            f"unknown game {unknown[0]!r} for bench env; "
+            f"choose from {', '.join(PURSUIT_ENVS)}"
+        )
+    for name, value in (("--repeats", args.repeats), ("--steps", args.steps)):
+        if value < 1:
+            raise InvalidParameterError(f"{name} must be >= 1, got {value}")
+    if any(b < 1 for b in args.batches):
+        raise InvalidParameterError(f"--batches must all be >= 1, got {args.batches}")
+    include_jaxmarl = not args.no_jaxmarl
+    if include_jaxmarl and importlib.util.find_spec("jaxmarl") is None:
+        print("jaxmarl is not installed (pip install 'mopa[dev]'): measuring mopa only")
+        include_jaxmarl = False
+
+    print(f"{'env':14s} {'impl':8s} {'batch':>5s}  steps/s")
+    rows = bench_env(
+        envs=envs,
+        batches=tuple(args.batches),
+        repeats=args.repeats,
+        target_steps=args.steps,
+        include_jaxmarl=include_jaxmarl,
+        progress=print,
+    )
+    ratios = speedups(rows)
+    for batch, ratio in ratios.items():
+        print(f"tag speed-up over JaxMARL simple_tag at batch {batch}: {ratio:.2f}x")
+    if args.json:
+        write_json(args.json, rows)
+        meta = run_metadata(
+            {
+                "command": "bench env",
+                "envs": list(envs),
+                "batches": list(args.batches),
+                "repeats": args.repeats,
+                "steps": args.steps,
+                "jaxmarl": include_jaxmarl,
+                "speedup_tag": {str(b): r for b, r in ratios.items()},
+            }
+        )
+        write_json(args.json.with_name(args.json.stem + ".meta.json"), meta)
+        print(f"wrote {args.json}")
+    return 0

@@ -1,0 +1,44 @@
+"""``mopa``: the command-line entry point.
+
+Bad input never shows a traceback: every :class:`~mopa.errors.MopaError` becomes
+one line on stderr and exit code 2 (argparse does the same for bad arguments).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from mopa.cli import bench, envs
+from mopa.errors import MopaError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mopa",
+        description="Model opponents, plan adversarially: games, opponent models "
+        "and planners for adversarial co-training in JAX.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    bench.add_parser(commands)
+    envs.add_parsers(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args) or 0
+    except MopaError as error:
+        print(f"mopa: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("mopa: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Shared pieces: run metadata, atomic files, and (later) returns, rollouts, replay."""

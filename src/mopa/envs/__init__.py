@@ -1,0 +1,48 @@
+"""mopa's games: a functional multi-agent API, the registry and the pursuit family.
+
+>>> import jax, mopa.envs
+>>> env, params = mopa.envs.make("tag")
+>>> obs, state = env.reset(jax.random.key(0), params)
+>>> [o.shape for o in obs]
+[(3, 16), (1, 14)]
+"""
+
+from mopa.envs.base import Env, StepOutput, TeamArrays
+from mopa.envs.pursuit import (
+    PREDATOR,
+    PREY,
+    VARIANTS,
+    PursuitEnv,
+    PursuitParams,
+    PursuitState,
+    make_pursuit,
+)
+from mopa.envs.registry import make, register, registered_envs
+from mopa.envs.rollout import Trajectory, random_policy, rollout
+from mopa.envs.spaces import Box, Discrete
+from mopa.envs.wrappers import AutoReset, EpisodeStats, Wrapper
+
+for _name in VARIANTS:
+    register(_name, make_pursuit)
+
+__all__ = [
+    "PREDATOR",
+    "PREY",
+    "AutoReset",
+    "Box",
+    "Discrete",
+    "Env",
+    "EpisodeStats",
+    "PursuitEnv",
+    "PursuitParams",
+    "PursuitState",
+    "StepOutput",
+    "TeamArrays",
+    "Trajectory",
+    "Wrapper",
+    "make",
+    "random_policy",
+    "register",
+    "registered_envs",
+    "rollout",
+]

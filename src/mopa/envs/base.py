@@ -1,0 +1,169 @@
+"""The functional multi-agent game API every mopa game implements.
+
+A game is a hashable object holding only static structure (team sizes, counts that
+fix array shapes). Everything numeric lives in an explicit parameter pytree that is
+passed to every call, so speeds, rewards and placements can be vmapped and are never
+frozen into a compiled function by accident::
+
+    obs, state = env.reset(key, params)
+    obs, state, rewards, terminated, truncated, info = env.step(
+        key, state, actions, params
+    )
+
+Teams are a tuple indexed by team (``env.team_names``); inside a team, agents are
+the leading array axis: ``obs[t]`` is ``[A_t, D_t]``, ``actions[t]`` is ``[A_t]``
+and ``rewards[t]`` is ``[A_t]``. ``terminated`` (the game ended by its own rules)
+and ``truncated`` (the step limit) are scalar booleans, kept apart. The observation
+returned by the final step is the true final observation: ``step`` never resets;
+:class:`mopa.envs.wrappers.AutoReset` does, and keeps that observation in ``info``.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mopa.envs.spaces import Box, Discrete
+from mopa.errors import InvalidActionError
+
+TeamArrays = tuple[jax.Array, ...]
+"""One array per team, agents of the team on the leading axis."""
+
+StepOutput = tuple[TeamArrays, Any, TeamArrays, jax.Array, jax.Array, dict]
+"""``(obs, state, rewards, terminated, truncated, info)``."""
+
+
+def is_concrete(x: Any) -> bool:
+    """Whether every leaf of ``x`` holds a concrete value (not a JAX tracer)."""
+    return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(x))
+
+
+class Env(abc.ABC):
+    """Base class of mopa games: static structure here, numbers in ``params``.
+
+    Subclasses implement ``_reset``, ``_step``, ``observe``, the spaces and
+    ``default_params``. The public ``reset`` and ``step`` add input checks: shapes
+    and dtypes are checked always (they are static under ``jit``); action values
+    and parameter values are checked whenever they are concrete (outside ``jit``).
+    """
+
+    name: str
+    team_names: tuple[str, ...]
+    team_sizes: tuple[int, ...]
+
+    # -- structure ---------------------------------------------------------------
+    @property
+    def num_teams(self) -> int:
+        return len(self.team_names)
+
+    @property
+    def num_agents(self) -> int:
+        return sum(self.team_sizes)
+
+    def team_index(self, team: str) -> int:
+        """Index of the team called ``team`` in every per-team tuple."""
+        try:
+            return self.team_names.index(team)
+        except ValueError:
+            raise InvalidActionError(
+                f"unknown team {team!r} for {self.name}; teams are {self.team_names}"
+            ) from None
+
+    @abc.abstractmethod
+    def observation_space(self, team: int) -> Box:
+        """Space of one agent's observation in team ``team``."""
+
+    @abc.abstractmethod
+    def action_space(self, team: int) -> Discrete | Box:
+        """Space of one agent's action in team ``team``."""
+
+    @property
+    @abc.abstractmethod
+    def default_params(self) -> Any:
+        """The game's default parameter pytree."""
+
+    def validate_params(self, params: Any) -> None:  # noqa: B027 - optional hook
+        """Raise :class:`~mopa.errors.InvalidParameterError` naming a bad field.
+
+        Only concrete values can be checked; the default checks nothing.
+        """
+
+    # -- dynamics ----------------------------------------------------------------
+    def reset(self, key: jax.Array, params: Any) -> tuple[TeamArrays, Any]:
+        """Start an episode. Returns ``(obs, state)``."""
+        if is_concrete(params):
+            self.validate_params(params)
+        return self._reset(key, params)
+
+    def step(
+        self, key: jax.Array, state: Any, actions: TeamArrays, params: Any
+    ) -> StepOutput:
+        """Advance one step. Returns ``(obs, state, rewards, terminated, truncated,
+        info)``; see the module docstring for shapes."""
+        actions = self.check_actions(actions)
+        if is_concrete(params):
+            self.validate_params(params)
+        return self._step(key, state, actions, params)
+
+    @abc.abstractmethod
+    def _reset(self, key: jax.Array, params: Any) -> tuple[TeamArrays, Any]: ...
+
+    @abc.abstractmethod
+    def _step(
+        self, key: jax.Array, state: Any, actions: TeamArrays, params: Any
+    ) -> StepOutput: ...
+
+    @abc.abstractmethod
+    def observe(self, state: Any, params: Any) -> TeamArrays:
+        """Every team's observations of ``state`` (what ``reset``/``step`` return)."""
+
+    # -- checks ------------------------------------------------------------------
+    def check_actions(self, actions: Any) -> TeamArrays:
+        """Check one step's actions and return them as a tuple of arrays.
+
+        Raises:
+            InvalidActionError: wrong number of teams, wrong shape or dtype, or
+                (for concrete values) a value outside the action space.
+        """
+        if not isinstance(actions, tuple | list) or len(actions) != self.num_teams:
+            raise InvalidActionError(
+                f"{self.name}: actions must be a tuple of {self.num_teams} arrays, "
+                f"one per team {self.team_names}; got {type(actions).__name__}"
+                + (f" of length {len(actions)}" if hasattr(actions, "__len__") else "")
+            )
+        checked = []
+        for t, act in enumerate(actions):
+            space = self.action_space(t)
+            team = self.team_names[t]
+            act = act if isinstance(act, jax.Array) else np.asarray(act)
+            want_shape = (self.team_sizes[t], *space.shape)
+            if tuple(act.shape) != want_shape:
+                raise InvalidActionError(
+                    f"{self.name}: actions for team {team!r} must have shape "
+                    f"{want_shape}, got {tuple(act.shape)}"
+                )
+            if isinstance(space, Discrete):
+                if not jnp.issubdtype(act.dtype, jnp.integer):
+                    raise InvalidActionError(
+                        f"{self.name}: actions for team {team!r} must be integers, "
+                        f"got dtype {act.dtype}"
+                    )
+                if is_concrete(act):
+                    values = np.asarray(act)
+                    bad = (values < 0) | (values >= space.n)
+                    if bad.any():
+                        raise InvalidActionError(
+                            f"{self.name}: action {values[bad][0]} for team {team!r} "
+                            f"is out of range [0, {space.n - 1}]"
+                        )
+            elif not jnp.issubdtype(act.dtype, jnp.floating):
+                raise InvalidActionError(
+                    f"{self.name}: actions for team {team!r} must be floats, "
+                    f"got dtype {act.dtype}"
+                )
+            checked.append(jnp.asarray(act))
+        return tuple(checked)

@@ -1,0 +1,1 @@
+"""Plots, GIFs and reports that read saved results."""
