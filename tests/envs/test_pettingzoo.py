@@ -5,7 +5,6 @@ import dataclasses
 import importlib
 import logging
 import sys
-import types
 import warnings
 
 import gymnasium
@@ -349,26 +348,20 @@ def test_invalid_construction_and_calls_before_reset():
         penv.state()
 
 
-def test_render_delegates_to_the_report_renderer(monkeypatch):
-    frame = np.zeros((4, 5, 3), np.uint8)
-    calls = []
-
-    def render_state(env, state, params):
-        calls.append((env, state, params))
-        return frame
-
-    fake = types.ModuleType("mopa.report.render")
-    fake.render_state = render_state
-    monkeypatch.setitem(sys.modules, "mopa.report.render", fake)
+def test_render_draws_the_current_state():
+    from mopa.report.render import render_state
 
     env, params = mopa.envs.make("tag")
     penv = to_pettingzoo(env, params, render_mode="rgb_array")
     penv.reset(seed=3)
+    before = penv.render()
     penv.step(noop_actions(penv))
-    assert penv.render() is frame
-    ((game, state, passed_params),) = calls
-    assert game is env and passed_params is params
-    assert int(state.step) == 1  # the current state, after the step
+    frame = penv.render()
+    assert frame.shape == (400, 400, 3) and frame.dtype == np.uint8
+    # The frame is the renderer's drawing of the state after the step.
+    np.testing.assert_array_equal(frame, render_state(env, penv._state, params))
+    assert int(penv._state.step) == 1
+    assert not np.array_equal(frame, before)
 
     silent = to_pettingzoo(env)
     silent.reset(seed=3)

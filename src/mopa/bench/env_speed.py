@@ -116,9 +116,10 @@ def _time(fn: Callable[[jax.Array], jax.Array], key: jax.Array) -> float:
     return time.perf_counter() - start
 
 
-def steps_for(batch: int, target_steps: int) -> int:
-    """Scan length so that ``batch * num_steps`` is about ``target_steps``."""
-    return max(20, target_steps // batch)
+def steps_for(batch: int, target_steps: int, max_scan: int = 5000) -> int:
+    """Scan length so that ``batch * num_steps`` is about ``target_steps``, between
+    20 and ``max_scan`` steps (small batches are slow per step and need fewer)."""
+    return int(min(max_scan, max(20, target_steps // batch)))
 
 
 def bench_env(

@@ -9,8 +9,6 @@ last agent's velocity; see ``../shared/reference/pursuit.md``.
 
 from __future__ import annotations
 
-import contextlib
-import io
 from typing import Any
 
 import jax.numpy as jnp
@@ -23,8 +21,7 @@ JAXMARL_TAG = "MPE_simple_tag_v3"
 
 def make_jaxmarl_tag(env: PursuitEnv, max_steps: int = 25) -> Any:
     """JaxMARL's simple_tag with the same team sizes and obstacle count as ``env``."""
-    with contextlib.redirect_stdout(io.StringIO()):  # jaxmarl prints on import
-        import jaxmarl
+    import jaxmarl  # prints two harmless lines about submoduled environments
 
     return jaxmarl.make(
         JAXMARL_TAG,
