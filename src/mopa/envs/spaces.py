@@ -59,8 +59,9 @@ class Box:
         """Whether ``x`` has this shape (as trailing axes), a float dtype and lies
         inside the bounds."""
         x = np.asarray(x)
-        if x.shape[x.ndim - len(self.shape) :] != self.shape or x.ndim < len(
-            self.shape
+        if (
+            x.ndim < len(self.shape)
+            or x.shape[x.ndim - len(self.shape) :] != self.shape
         ):
             return False
         if not np.issubdtype(x.dtype, np.floating):
