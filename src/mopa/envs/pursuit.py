@@ -454,10 +454,13 @@ class PursuitEnv(Env):
         P, Y = self.num_predators, self.num_prey
         action = jnp.concatenate([a.astype(jnp.int32) for a in actions])  # [N]
         accel = self._agent_vector(params.predator_accel, params.prey_accel)
-        # Decoded with selects rather than a table lookup: gathers are slow on CPU.
-        fx = jnp.where(action == 1, -1.0, jnp.where(action == 2, 1.0, 0.0))
-        fy = jnp.where(action == 3, -1.0, jnp.where(action == 4, 1.0, 0.0))
-        force = jnp.stack([fx, fy], -1) * accel[:, None]
+        # ACTION_DIRECTIONS unrolled into selects: a table lookup (gather) is slow
+        # on CPU.
+        direction = jnp.zeros((self.num_agents, 2))
+        for a, unit in enumerate(ACTION_DIRECTIONS):
+            if unit.any():
+                direction = jnp.where((action == a)[:, None], unit, direction)
+        force = direction * accel[:, None]
         pos, vel = self._integrate(
             state.pos, state.vel, state.obstacle_pos, force, params
         )
