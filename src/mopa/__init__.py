@@ -6,3 +6,10 @@ sample the opponent from those beliefs.
 """
 
 __version__ = "0.1.0"
+
+
+def load_policy(path, team=None, seed=0):
+    """Load a trained team policy; see :func:`mopa.policy.load_policy`."""
+    from mopa.policy import load_policy as _load
+
+    return _load(path, team=team, seed=seed)

@@ -21,3 +21,7 @@ class InvalidParameterError(MopaError, ValueError):
 
 class InvalidActionError(MopaError, ValueError):
     """Actions of the wrong shape, dtype or range were passed to an environment."""
+
+
+class CheckpointError(MopaError, ValueError):
+    """A checkpoint or run folder that is missing, corrupt, or does not fit."""

@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from mopa.cli import bench, envs
+from mopa.cli import bench, envs, train
 from mopa.errors import MopaError
 
 
@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     bench.add_parser(commands)
     envs.add_parsers(commands)
+    train.add_parser(commands)
     return parser
 
 

@@ -167,3 +167,18 @@ class Env(abc.ABC):
                 )
             checked.append(jnp.asarray(act))
         return tuple(checked)
+
+
+def info_spec(env: Env, params: Any) -> dict[str, jax.ShapeDtypeStruct]:
+    """Shapes and dtypes of the ``info`` dict that ``env.step`` returns (traced
+    abstractly; nothing is computed)."""
+
+    def probe(key):
+        _, state = env.reset(key, params)
+        actions = tuple(
+            jnp.zeros((n, *env.action_space(t).shape), env.action_space(t).dtype)
+            for t, n in enumerate(env.team_sizes)
+        )
+        return env.step(key, state, actions, params)[-1]
+
+    return jax.eval_shape(probe, jax.random.key(0))

@@ -67,7 +67,9 @@ class AutoReset(Wrapper):
 
     On the step that ends an episode (terminated or truncated), the returned
     observation and state are those of a fresh episode; the true final observation
-    is kept in ``info["final_obs"]`` and ``info["done"]`` says the episode ended.
+    and state are kept in ``info["final_obs"]`` and ``info["final_state"]`` (on
+    other steps they equal the returned ones) and ``info["done"]`` says the episode
+    ended.
     ``observe(state)`` therefore always matches the returned observation.
     """
 
@@ -83,7 +85,7 @@ class AutoReset(Wrapper):
         )
         done = terminated | truncated
         reset_obs, reset_state = self.env.reset(key_reset, params)
-        info = {**info, "final_obs": obs, "done": done}
+        info = {**info, "final_obs": obs, "final_state": next_state, "done": done}
         next_state = jax.tree.map(
             lambda r, s: jnp.where(done, r, s), reset_state, next_state
         )
@@ -103,6 +105,8 @@ class LogState:
     episode_length: jax.Array  # [] int32, running
     returned_episode_returns: TeamArrays  # per team [A_t], of the last finished episode
     returned_episode_length: jax.Array  # [] int32
+    episode_sums: dict = struct.field(default_factory=dict)  # info key -> [] running
+    returned_episode_sums: dict = struct.field(default_factory=dict)  # last finished
 
 
 class EpisodeStats(Wrapper):
@@ -110,14 +114,33 @@ class EpisodeStats(Wrapper):
 
     ``info["episode_returns"]`` (per team ``[A_t]``) and ``info["episode_length"]``
     hold the statistics of the most recently finished episode, and
-    ``info["done"]`` marks the steps on which one finished.
+    ``info["done"]`` marks the steps on which one finished. For each scalar info
+    key in ``sum_keys`` (e.g. ``"captures"``), ``info["episode_<key>"]`` holds its
+    total over that episode.
     """
+
+    def __init__(self, env: Env, sum_keys: tuple[str, ...] = ()):
+        super().__init__(env)
+        self.sum_keys = tuple(sum_keys)
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.env, self.sum_keys))
+
+    def __eq__(self, other: object) -> bool:
+        return super().__eq__(other) and self.sum_keys == other.sum_keys
 
     def _reset(self, key: jax.Array, params: Any) -> tuple[TeamArrays, LogState]:
         obs, env_state = self.env.reset(key, params)
         zeros = tuple(jnp.zeros((n,)) for n in self.team_sizes)
+        sums = {k: jnp.zeros(()) for k in self.sum_keys}
         state = LogState(
-            env_state, zeros, jnp.zeros((), jnp.int32), zeros, jnp.zeros((), jnp.int32)
+            env_state,
+            zeros,
+            jnp.zeros((), jnp.int32),
+            zeros,
+            jnp.zeros((), jnp.int32),
+            sums,
+            sums,
         )
         return obs, state
 
@@ -132,6 +155,10 @@ class EpisodeStats(Wrapper):
             r + g for r, g in zip(state.episode_returns, rewards, strict=True)
         )
         length = state.episode_length + 1
+        sums = {
+            k: state.episode_sums[k] + jnp.asarray(info[k], jnp.float32)
+            for k in self.sum_keys
+        }
         keep = lambda new, old: jnp.where(done, new, old)  # noqa: E731
         state = LogState(
             env_state=env_state,
@@ -141,12 +168,17 @@ class EpisodeStats(Wrapper):
                 keep, returns, state.returned_episode_returns
             ),
             returned_episode_length=keep(length, state.returned_episode_length),
+            episode_sums={k: v * (1 - done) for k, v in sums.items()},
+            returned_episode_sums=jax.tree.map(
+                keep, sums, state.returned_episode_sums
+            ),
         )
         info = {
             **info,
             "done": done,
             "episode_returns": state.returned_episode_returns,
             "episode_length": state.returned_episode_length,
+            **{f"episode_{k}": v for k, v in state.returned_episode_sums.items()},
         }
         return obs, state, rewards, terminated, truncated, info
 

@@ -1,0 +1,252 @@
+"""What every team learner shares: the team layout of a game, the training view of
+the game, frozen opponents, the vectorised rollout and per-update episode metrics.
+
+A run has one policy per team. Learning teams act through their trainer's
+behaviour policy; frozen teams act through a fixed :class:`~mopa.policy.PolicySpec`
+(``random``, or a policy loaded from a checkpoint) whose parameters are constants
+of the compiled run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from mopa.envs import AutoReset, EpisodeStats, make
+from mopa.envs.base import Env, info_spec
+from mopa.envs.spaces import Discrete
+from mopa.errors import CheckpointError, InvalidParameterError
+from mopa.policy import PolicySpec, make_act_fn
+
+EPISODE_SUM_KEYS = ("captures",)
+"""Scalar info keys totalled per episode when a game reports them."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TeamInfo:
+    """Shapes of one team of a game."""
+
+    name: str
+    num_agents: int
+    obs_size: int
+    num_actions: int
+    num_opponents: int
+    """Agents of every other team."""
+    opponent_actions: int
+    """Largest action count among the opponents (the opponent head's width)."""
+
+
+def team_infos(env: Env) -> tuple[TeamInfo, ...]:
+    """The :class:`TeamInfo` of every team; raises for non-discrete actions."""
+    sizes = env.team_sizes
+    spaces = [env.action_space(t) for t in range(env.num_teams)]
+    for t, space in enumerate(spaces):
+        if not isinstance(space, Discrete):
+            raise InvalidParameterError(
+                f"{env.name}: team {env.team_names[t]!r} has continuous actions; "
+                "mopa's team learners need discrete actions (use the game's "
+                "discrete-action variant)"
+            )
+    infos = []
+    for t, name in enumerate(env.team_names):
+        others = [u for u in range(env.num_teams) if u != t]
+        infos.append(
+            TeamInfo(
+                name=name,
+                num_agents=sizes[t],
+                obs_size=int(env.observation_space(t).shape[0]),
+                num_actions=spaces[t].n,
+                num_opponents=sum(sizes[u] for u in others),
+                opponent_actions=max((spaces[u].n for u in others), default=0),
+            )
+        )
+    return tuple(infos)
+
+
+def make_training_env(
+    env_name: str,
+    env_overrides: tuple[tuple[str, Any], ...],
+    game: tuple[Env, Any] | None = None,
+) -> tuple[Env, Env, Any]:
+    """``(game, training view, params)``: the training view auto-resets and keeps
+    per-episode returns, lengths and (where reported) captures.
+
+    Args:
+        game: an ``(env, params)`` pair to train on instead of building
+            ``env_name`` from the registry.
+    """
+    env, params = game if game is not None else make(env_name, **dict(env_overrides))
+    info = info_spec(env, params)
+    keys = tuple(k for k in EPISODE_SUM_KEYS if k in info and info[k].shape == ())
+    return env, EpisodeStats(AutoReset(env), sum_keys=keys), params
+
+
+# -- frozen opponents ------------------------------------------------------------------
+FROZEN_BUILTINS = ("random",)
+
+
+def frozen_policy(source: str, env_name: str, team: TeamInfo) -> tuple[PolicySpec, Any]:
+    """``(spec, params)`` of a frozen team: ``"random"`` or a checkpoint path.
+
+    Raises:
+        CheckpointError: the checkpoint is unreadable, of another game or its team
+            does not fit this game's team.
+    """
+    if source == "random":
+        spec = PolicySpec(
+            kind="random",
+            num_agents=team.num_agents,
+            obs_size=team.obs_size,
+            num_actions=team.num_actions,
+        )
+        return spec, {}
+    from mopa.core.checkpoint import read_policy_checkpoint
+
+    policy = read_policy_checkpoint(source, team=team.name)
+    spec = policy.spec
+    if policy.env != env_name:
+        raise CheckpointError(
+            f"{source} was trained on {policy.env!r}, this run plays {env_name!r}"
+        )
+    if (spec.num_agents, spec.obs_size, spec.num_actions) != (
+        team.num_agents,
+        team.obs_size,
+        team.num_actions,
+    ):
+        raise CheckpointError(
+            f"{source}: team {team.name!r} has {spec.num_agents} agents, "
+            f"observations of {spec.obs_size} and {spec.num_actions} actions; "
+            f"this game needs {team.num_agents}, {team.obs_size}, {team.num_actions}"
+        )
+    return spec, policy.params
+
+
+# -- rollouts --------------------------------------------------------------------------
+class Transition(NamedTuple):
+    """One vectorised step. Leading axes ``[..., E]`` (envs); per-team tuples."""
+
+    obs: tuple  # per team [E, A_t, D_t]
+    actions: tuple  # per team [E, A_t] int32
+    extras: tuple  # per team, whatever the acting function returned
+    rewards: tuple  # per team [E, A_t]
+    next_obs: tuple  # per team [E, A_t, D_t]: the true next observation
+    terminated: jax.Array  # [E] bool
+    done: jax.Array  # [E] bool: the episode ended here (terminated or truncated)
+    first: jax.Array  # [E] bool: ``obs`` starts an episode
+    metrics: dict  # episode statistics published on this step, [E] each
+    state: Any  # [E, ...] the game's state before the step
+    next_state: Any  # [E, ...] the true state after it (before any reset)
+
+
+class EnvCarry(NamedTuple):
+    """Vectorised game state between steps."""
+
+    state: Any  # [E, ...]
+    obs: tuple  # per team [E, A_t, D_t]
+    first: jax.Array  # [E] bool: ``obs`` starts an episode
+    hidden: tuple  # per team [E, A_t, H_t] policy carry (H_t = 0 if feed-forward)
+
+
+TeamActFn = Callable[..., tuple[jax.Array, jax.Array, Any]]
+"""``(key, obs [E, A, D], first [E], hidden [E, A, H]) -> (actions [E, A] int32,
+hidden [E, A, H], extras)``."""
+
+
+def reset_envs(
+    env: Env,
+    params: Any,
+    key: jax.Array,
+    num_envs: int,
+    hidden_sizes: tuple[int, ...],
+) -> EnvCarry:
+    """Reset ``num_envs`` games; zero policy carries of the given sizes."""
+    obs, state = jax.vmap(env.reset, (0, None))(jax.random.split(key, num_envs), params)
+    hidden = tuple(
+        jnp.zeros((num_envs, n, h))
+        for n, h in zip(env.team_sizes, hidden_sizes, strict=True)
+    )
+    return EnvCarry(state, obs, jnp.ones((num_envs,), bool), hidden)
+
+
+def env_step(
+    env: Env,
+    params: Any,
+    act_fns: tuple[TeamActFn, ...],
+    key: jax.Array,
+    carry: EnvCarry,
+) -> tuple[EnvCarry, Transition]:
+    """Every team acts, every game steps once (with auto-reset)."""
+    key_act, key_step = jax.random.split(key)
+    keys = jax.random.split(key_act, len(act_fns))
+    acted = [
+        fn(k, o, carry.first, h)
+        for fn, k, o, h in zip(act_fns, keys, carry.obs, carry.hidden, strict=True)
+    ]
+    actions = tuple(a for a, _, _ in acted)
+    num_envs = carry.first.shape[0]
+    obs, state, rewards, terminated, _, info = jax.vmap(env.step, (0, 0, 0, None))(
+        jax.random.split(key_step, num_envs), carry.state, actions, params
+    )
+    metrics = {
+        "done": info["done"],
+        "episode_returns": info["episode_returns"],
+        **{k: v for k, v in info.items() if k.startswith("episode_")},
+    }
+    transition = Transition(
+        obs=carry.obs,
+        actions=actions,
+        extras=tuple(e for _, _, e in acted),
+        rewards=rewards,
+        next_obs=info["final_obs"],
+        terminated=terminated,
+        done=info["done"],
+        first=carry.first,
+        metrics=metrics,
+        state=carry.state.env_state,
+        next_state=info["final_state"],
+    )
+    hidden = tuple(h for _, h, _ in acted)
+    return EnvCarry(state, obs, info["done"], hidden), transition
+
+
+def episode_metrics(metrics: dict, team_names: tuple[str, ...]) -> dict[str, jax.Array]:
+    """Means over the episodes that finished in a batch of steps.
+
+    Args:
+        metrics: ``Transition.metrics`` with any leading axes.
+
+    Returns:
+        ``{"episodes", "return/<team>" (mean over the team's agents), and
+        "<key>_per_episode" for every totalled info key}``; NaN where no episode
+        finished.
+    """
+    done = metrics["done"].astype(jnp.float32)
+    count = done.sum()
+    denom = jnp.where(count > 0, count, jnp.nan)
+    out = {"episodes": count}
+    for name, returns in zip(team_names, metrics["episode_returns"], strict=True):
+        out[f"return/{name}"] = (done * returns.mean(-1)).sum() / denom
+    for key, value in metrics.items():
+        if key.startswith("episode_") and key not in (
+            "episode_returns",
+            "episode_length",
+        ):
+            out[f"{key[len('episode_') :]}_per_episode"] = (done * value).sum() / denom
+    return out
+
+
+def frozen_act_fn(spec: PolicySpec, params: Any) -> TeamActFn:
+    """Acting function of a frozen team (greedy for Q policies, sampling for actors,
+    recurrent ones carrying their hidden state)."""
+    act = make_act_fn(spec)
+
+    def fn(key, obs, first, hidden):
+        reset = jnp.broadcast_to(first[:, None], obs.shape[:-1])
+        actions, hidden = act(params, key, obs, hidden, reset, greedy=False)
+        return actions, hidden, ()
+
+    return fn

@@ -1,0 +1,106 @@
+"""Configuration of independent Q-learning per team (IQL) and its opponent-aware
+variant (OA-IQL)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from mopa.algos.config import TrainConfig
+from mopa.errors import InvalidParameterError
+
+IQL_ALGOS = ("iql", "oa_iql")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class IQLConfig(TrainConfig):
+    """IQL with one shared Q-network per team, a replay buffer of trajectory
+    segments, an epsilon-greedy schedule and a target network. ``oa_iql`` adds the
+    opponent-action head and its cross-entropy loss."""
+
+    algo: str = "iql"
+    """``iql`` or ``oa_iql`` (adds the opponent-action head)."""
+    num_envs: int = 32
+    num_steps: int = 8
+    """Segment length: consecutive steps stored and replayed together."""
+    buffer_size: int = 51_200
+    """Replay capacity in transitions; a multiple of ``num_envs x num_steps``."""
+    batch_size: int = 32
+    """Segments per gradient step (``batch_size x num_steps`` transitions)."""
+    num_epochs: int = 1
+    """Gradient steps per update."""
+    learning_starts: int = 10_000
+    """Environment steps collected before learning begins."""
+    lr: float = 1e-3
+    """Adam learning rate."""
+    gamma: float = 0.9
+    """Discount."""
+    eps_start: float = 1.0
+    """Initial exploration rate."""
+    eps_finish: float = 0.05
+    """Final exploration rate."""
+    eps_decay: float = 0.1
+    """Fraction of the run over which epsilon decays linearly."""
+    target_update_interval: int = 200
+    """Updates between target-network refreshes."""
+    tau: float = 1.0
+    """Target refresh step: 1 copies, smaller values blend (Polyak)."""
+    max_grad_norm: float = 10.0
+    """Global gradient-norm clip."""
+    hidden: tuple[int, ...] = (128, 128)
+    """Trunk widths (``rnn``: the dense layer, then the GRU)."""
+    rnn: bool = False
+    """GRU Q-network (Exp 1) instead of the MLP."""
+    agent_id: bool = True
+    """Append each agent's one-hot index in its team to its observation."""
+    opp_coef: float = 0.5
+    """Weight of the opponent-action cross-entropy (``oa_iql``)."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.algo not in IQL_ALGOS:
+            raise InvalidParameterError(
+                f"algo must be one of {IQL_ALGOS} for IQLConfig, got {self.algo!r}"
+            )
+        object.__setattr__(self, "hidden", tuple(self.hidden))
+        self.check_positive(
+            "buffer_size",
+            "batch_size",
+            "num_epochs",
+            "lr",
+            "target_update_interval",
+            "max_grad_norm",
+        )
+        if not self.hidden or min(self.hidden) < 1:
+            raise InvalidParameterError(
+                f"hidden must be positive widths, got {self.hidden}"
+            )
+        if self.rnn and len(self.hidden) != 2:
+            raise InvalidParameterError(
+                f"hidden must have 2 widths (dense, GRU) when rnn, got {self.hidden}"
+            )
+        if self.buffer_size % self.steps_per_update:
+            raise InvalidParameterError(
+                f"buffer_size ({self.buffer_size}) must be a multiple of num_envs x "
+                f"num_steps ({self.steps_per_update})"
+            )
+        if self.batch_size > self.buffer_size // self.num_steps:
+            raise InvalidParameterError(
+                f"batch_size ({self.batch_size} segments) exceeds the buffer's "
+                f"{self.buffer_size // self.num_steps} segments"
+            )
+        if self.learning_starts < 0:
+            raise InvalidParameterError(
+                f"learning_starts must be >= 0, got {self.learning_starts}"
+            )
+        for name in ("gamma", "eps_start", "eps_finish", "eps_decay", "tau"):
+            self.check_range(name, 0.0, 1.0)
+        if self.opp_coef < 0:
+            raise InvalidParameterError(f"opp_coef must be >= 0, got {self.opp_coef}")
+
+    @property
+    def opponent_head(self) -> bool:
+        return self.algo == "oa_iql"
+
+    @property
+    def buffer_segments(self) -> int:
+        return self.buffer_size // self.num_steps

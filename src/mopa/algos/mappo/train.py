@@ -1,0 +1,320 @@
+"""MAPPO and IPPO: one shared categorical actor per team, PPO updates.
+
+Each update plays ``num_steps`` steps in ``num_envs`` games, sampling every
+learning team's actions from its actor (frozen teams act with their fixed policy).
+Values are computed once per rollout, batched, from the true next state, so
+episodes cut by the step limit are bootstrapped. Advantages come from GAE per
+agent; ``update_epochs`` passes of ``num_minibatches`` minibatches then optimise the
+clipped surrogate, a clipped value loss and an entropy bonus (Yu et al. 2022,
+"The Surprising Effectiveness of PPO in Cooperative Multi-Agent Games").
+
+Critic inputs: ``mappo``'s critic reads the game's global state
+(``env.global_state``; all observations concatenated when the game has none) and
+its own team's observations, once per game, and outputs one value per agent;
+``ippo``'s reads each agent's own observation and index. A team's critic never
+sees the other team's observations, so private inputs (such as the prey's hidden
+intent) stay private to their team.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from mopa.algos.common import (
+    EnvCarry,
+    env_step,
+    episode_metrics,
+    frozen_act_fn,
+    frozen_policy,
+    make_training_env,
+    reset_envs,
+    team_infos,
+)
+from mopa.algos.iql.train import check_frozen
+from mopa.algos.mappo.config import MAPPOConfig
+from mopa.algos.trainer import Trainer, scan_train
+from mopa.core.returns import compute_gae
+from mopa.models import Critic
+from mopa.policy import PolicySpec, agent_inputs, init_params, sample_categorical
+
+
+class PPOLearner(NamedTuple):
+    actor_params: Any
+    critic_params: Any
+    actor_opt: Any
+    critic_opt: Any
+
+
+class PPOCarry(NamedTuple):
+    learners: dict  # team index (str) -> PPOLearner
+    env: EnvCarry
+    update: jax.Array  # [] int32
+    key: jax.Array
+
+
+class Batch(NamedTuple):
+    """One team's rollout, flattened to samples ``[S, A, ...]``."""
+
+    obs: jax.Array  # [S, A, D]
+    critic_in: jax.Array  # [S, C] (mappo) or [S, A, C] (ippo)
+    actions: jax.Array  # [S, A]
+    log_probs: jax.Array  # [S, A]
+    values: jax.Array  # [S, A]
+    advantages: jax.Array  # [S, A]
+    targets: jax.Array  # [S, A]
+
+
+def make_trainer(config: MAPPOConfig, game: tuple[Any, Any] | None = None) -> Trainer:
+    """MAPPO / IPPO for ``config``; see the module docstring.
+
+    Args:
+        game: ``(env, params)`` to train on instead of ``config.env``.
+    """
+    base_env, env, env_params = make_training_env(
+        config.env, config.env_overrides, game
+    )
+    infos = team_infos(base_env)
+    check_frozen(config, infos)
+    num_teams = len(infos)
+    specs = {
+        t: PolicySpec(
+            kind="actor",
+            num_agents=info.num_agents,
+            obs_size=info.obs_size,
+            num_actions=info.num_actions,
+            hidden=config.hidden,
+            activation=config.activation,
+            agent_id=config.agent_id,
+        )
+        for t, info in enumerate(infos)
+        if info.name not in config.frozen_teams
+    }
+    frozen = {
+        t: frozen_policy(config.frozen_teams[info.name], config.env, info)
+        for t, info in enumerate(infos)
+        if info.name in config.frozen_teams
+    }
+    frozen_fns = {t: frozen_act_fn(*policy) for t, policy in frozen.items()}
+    hidden_sizes = tuple(
+        specs[t].carry_size if t in specs else frozen[t][0].carry_size
+        for t in range(num_teams)
+    )
+    actors = {t: spec.module() for t, spec in specs.items()}
+    critics = {
+        t: Critic(
+            config.hidden,
+            config.activation,
+            num_values=infos[t].num_agents if config.centralised else 1,
+        )
+        for t in specs
+    }
+    has_global_state = hasattr(base_env, "global_state")
+
+    def global_state(state, obs):  # [..., G] for leading axes [...]
+        if has_global_state:
+            fn = lambda s: base_env.global_state(s, env_params)  # noqa: E731
+            for _ in range(obs[0].ndim - 2):
+                fn = jax.vmap(fn)
+            return fn(state)
+        return jnp.concatenate([o.reshape(*o.shape[:-2], -1) for o in obs], -1)
+
+    def value(t, params, inputs):  # [..., A]
+        values = critics[t].apply(params, inputs)
+        return values if config.centralised else values[..., 0]
+
+    def critic_inputs(t, state, obs):
+        """Critic inputs of team ``t``: ``[..., C]`` (one row per game, a value per
+        agent) for ``mappo``, ``[..., A, C]`` (a row per agent) for ``ippo``."""
+        own = obs[t]  # [..., A, D]
+        if config.centralised:
+            return jnp.concatenate(
+                [global_state(state, obs), own.reshape(*own.shape[:-2], -1)], -1
+            )
+        return agent_inputs(specs[t], own)
+
+    def make_optimiser(num_updates):
+        if config.anneal_lr:
+            total = num_updates * config.update_epochs * config.num_minibatches
+            lr = optax.linear_schedule(config.lr, 0.0, max(total, 1))
+        else:
+            lr = config.lr
+        return optax.chain(
+            optax.clip_by_global_norm(config.max_grad_norm),
+            optax.adam(lr, eps=1e-5),
+        )
+
+    optimiser = make_optimiser(config.num_updates)
+
+    def behaviour(t, params):
+        spec, actor = specs[t], actors[t]
+
+        def act(key, obs, first, hidden):
+            logits = actor.apply(params, agent_inputs(spec, obs))
+            actions = sample_categorical(key, logits)
+            log_probs = jnp.take_along_axis(
+                jax.nn.log_softmax(logits), actions[..., None], -1
+            )[..., 0]
+            return actions, hidden, log_probs
+
+        return act
+
+    def init(key):
+        key_env, key_params, key_run = jax.random.split(key, 3)
+        env_carry = reset_envs(env, env_params, key_env, config.num_envs, hidden_sizes)
+        learners = {}
+        keys = jax.random.split(key_params, 2 * len(specs)).reshape(len(specs), 2)
+        for t, (key_actor, key_critic) in zip(specs, keys, strict=True):
+            actor_params = init_params(specs[t], key_actor)
+            example_obs = tuple(o[0] for o in env_carry.obs)
+            example_state = jax.tree.map(lambda x: x[0], env_carry.state.env_state)
+            critic_params = critics[t].init(
+                key_critic, critic_inputs(t, example_state, example_obs)
+            )
+            learners[str(t)] = PPOLearner(
+                actor_params,
+                critic_params,
+                optimiser.init(actor_params),
+                optimiser.init(critic_params),
+            )
+        return PPOCarry(learners, env_carry, jnp.zeros((), jnp.int32), key_run)
+
+    def loss_fn(t, actor_params, critic_params, batch: Batch):
+        logits = actors[t].apply(actor_params, agent_inputs(specs[t], batch.obs))
+        log_softmax = jax.nn.log_softmax(logits)
+        log_probs = jnp.take_along_axis(log_softmax, batch.actions[..., None], -1)[
+            ..., 0
+        ]
+        ratio = jnp.exp(log_probs - batch.log_probs)
+        advantages = (batch.advantages - batch.advantages.mean()) / (
+            batch.advantages.std() + 1e-8
+        )
+        surrogate = jnp.minimum(
+            ratio * advantages,
+            jnp.clip(ratio, 1 - config.clip_eps, 1 + config.clip_eps) * advantages,
+        )
+        entropy = -jnp.sum(jnp.exp(log_softmax) * log_softmax, -1).mean()
+        actor_loss = -surrogate.mean() - config.ent_coef * entropy
+        values = value(t, critic_params, batch.critic_in)
+        clipped = batch.values + jnp.clip(
+            values - batch.values, -config.clip_eps, config.clip_eps
+        )
+        value_loss = (
+            0.5
+            * jnp.maximum(
+                (values - batch.targets) ** 2, (clipped - batch.targets) ** 2
+            ).mean()
+        )
+        stats = {
+            "actor_loss": actor_loss,
+            "value_loss": value_loss,
+            "entropy": entropy,
+            "approx_kl": jnp.mean(batch.log_probs - log_probs),
+        }
+        return actor_loss + config.vf_coef * value_loss, stats
+
+    def team_batch(t, learner, steps) -> Batch:
+        critic_in = critic_inputs(t, steps.state, steps.obs)  # [T, E, A, C]
+        next_in = critic_inputs(t, steps.next_state, steps.next_obs)
+        values = value(t, learner.critic_params, critic_in)  # [T, E, A]
+        next_values = value(t, learner.critic_params, next_in)
+        terminated = steps.terminated
+        if not config.bootstrap_truncation:
+            terminated = steps.done
+        expand = lambda x: jnp.broadcast_to(x[..., None], values.shape)  # noqa: E731
+        advantages, targets = compute_gae(
+            steps.rewards[t],
+            values,
+            next_values,
+            expand(terminated),
+            expand(steps.done),
+            config.gamma,
+            config.gae_lambda,
+        )
+        flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731
+        return Batch(
+            obs=flat(steps.obs[t]),
+            critic_in=flat(critic_in),
+            actions=flat(steps.actions[t]),
+            log_probs=flat(steps.extras[t]),
+            values=flat(values),
+            advantages=flat(advantages),
+            targets=flat(targets),
+        )
+
+    def learn_team(t, learner: PPOLearner, batch: Batch, key):
+        def minibatch_step(learner, minibatch):
+            grad_fn = jax.value_and_grad(
+                lambda a, c: loss_fn(t, a, c, minibatch), argnums=(0, 1), has_aux=True
+            )
+            (_, stats), (actor_grads, critic_grads) = grad_fn(
+                learner.actor_params, learner.critic_params
+            )
+            actor_updates, actor_opt = optimiser.update(
+                actor_grads, learner.actor_opt, learner.actor_params
+            )
+            critic_updates, critic_opt = optimiser.update(
+                critic_grads, learner.critic_opt, learner.critic_params
+            )
+            learner = PPOLearner(
+                optax.apply_updates(learner.actor_params, actor_updates),
+                optax.apply_updates(learner.critic_params, critic_updates),
+                actor_opt,
+                critic_opt,
+            )
+            return learner, stats
+
+        def epoch(learner, key):
+            order = jax.random.permutation(key, config.steps_per_update)
+            minibatches = jax.tree.map(
+                lambda x: x[order].reshape(
+                    config.num_minibatches, config.minibatch_size, *x.shape[1:]
+                ),
+                batch,
+            )
+            return jax.lax.scan(minibatch_step, learner, minibatches)
+
+        learner, stats = jax.lax.scan(
+            epoch, learner, jax.random.split(key, config.update_epochs)
+        )
+        return learner, jax.tree.map(jnp.mean, stats)
+
+    def update(carry: PPOCarry):
+        key, key_collect, key_learn = jax.random.split(carry.key, 3)
+        act_fns = tuple(
+            behaviour(t, carry.learners[str(t)].actor_params)
+            if t in specs
+            else frozen_fns[t]
+            for t in range(num_teams)
+        )
+        env_carry, steps = jax.lax.scan(
+            lambda c, k: env_step(env, env_params, act_fns, k, c),
+            carry.env,
+            jax.random.split(key_collect, config.num_steps),
+        )
+        learners = {}
+        metrics = episode_metrics(steps.metrics, base_env.team_names)
+        for t, k in zip(specs, jax.random.split(key_learn, len(specs)), strict=True):
+            learner = carry.learners[str(t)]
+            learners[str(t)], stats = learn_team(
+                t, learner, team_batch(t, learner, steps), k
+            )
+            for name, value in stats.items():
+                metrics[f"{name}/{infos[t].name}"] = value
+        return PPOCarry(learners, env_carry, carry.update + 1, key), metrics
+
+    def policies(carry: PPOCarry):
+        return {
+            infos[t].name: (specs[t], carry.learners[str(t)].actor_params)
+            for t in specs
+        }
+
+    return Trainer(config, init, update, policies, base_env.team_names)
+
+
+def make_train(config: MAPPOConfig, game: tuple[Any, Any] | None = None):
+    """``train(key) -> TrainOutput`` for the whole run (jit and vmap it)."""
+    return scan_train(make_trainer(config, game))

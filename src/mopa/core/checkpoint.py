@@ -1,0 +1,222 @@
+"""Checkpoints: policy files and resumable training state, in msgpack.
+
+Two formats, both written atomically (temporary file, then rename) and both plain
+msgpack maps of strings, numbers and arrays, so loading one never executes code:
+
+* a *policy checkpoint* holds, for every learning team, the spec that rebuilds its
+  network and its parameters (a leading seed axis), plus the run's config, package
+  versions and git SHA; :func:`mopa.load_policy` reads it without training code;
+* a *train state* holds every leaf of a trainer's carry (parameters, optimiser
+  state, replay buffer, environment states, random keys) and the number of
+  finished chunks, so a killed run resumes exactly where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import serialization
+
+from mopa.core.files import atomic_write
+from mopa.errors import CheckpointError, InvalidParameterError
+
+POLICY_FORMAT = "mopa-policy"
+STATE_FORMAT = "mopa-train-state"
+FORMAT_VERSION = 1
+POLICY_FILE = "checkpoint.msgpack"
+STATE_FILE = "train_state.msgpack"
+
+
+def _write_msgpack(path: str | Path, data: dict[str, Any]) -> Path:
+    payload = serialization.msgpack_serialize(data)
+    return atomic_write(path, lambda file: file.write(payload))
+
+
+def _read_msgpack(path: str | Path, expected_format: str) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"no checkpoint at {path}")
+    try:
+        data = serialization.msgpack_restore(path.read_bytes())
+    except Exception as error:  # msgpack raises many types on corrupt input
+        raise CheckpointError(
+            f"{path} is not a readable mopa checkpoint ({type(error).__name__})"
+        ) from None
+    if not isinstance(data, dict) or data.get("format") != expected_format:
+        found = data.get("format") if isinstance(data, dict) else None
+        raise CheckpointError(
+            f"{path} is not a {expected_format} file (format {found!r})"
+        )
+    if data.get("version") != FORMAT_VERSION:
+        raise CheckpointError(
+            f"{path} has format version {data.get('version')!r}; "
+            f"this mopa reads version {FORMAT_VERSION}"
+        )
+    return data
+
+
+# -- policy checkpoints --------------------------------------------------------------
+def write_policy_checkpoint(
+    path: str | Path,
+    *,
+    algo: str,
+    env: str,
+    env_overrides: dict[str, Any],
+    config: dict[str, Any],
+    meta: dict[str, Any],
+    teams: dict[str, tuple[dict[str, Any], Any]],
+) -> Path:
+    """Write a policy checkpoint.
+
+    Args:
+        teams: ``{team name: (policy spec dict, params with a leading seed axis)}``.
+    """
+    data = {
+        "format": POLICY_FORMAT,
+        "version": FORMAT_VERSION,
+        "algo": algo,
+        "env": env,
+        "env_overrides": json.dumps(env_overrides),
+        "config": json.dumps(config),
+        "meta": json.dumps(meta),
+        "teams": {
+            name: {
+                "spec": json.dumps(spec),
+                "params": serialization.to_state_dict(jax.device_get(params)),
+            }
+            for name, (spec, params) in teams.items()
+        },
+    }
+    return _write_msgpack(path, data)
+
+
+def read_policy_checkpoint(path: str | Path, team: str | None = None, seed: int = 0):
+    """Load one team's :class:`~mopa.policy.Policy` (see :func:`mopa.load_policy`)."""
+    from mopa.policy import Policy, PolicySpec
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / POLICY_FILE
+    data = _read_msgpack(path, POLICY_FORMAT)
+    teams = data.get("teams") or {}
+    if not teams:
+        raise CheckpointError(f"{path} holds no team policies")
+    name = next(iter(teams)) if team is None else team
+    if name not in teams:
+        raise InvalidParameterError(
+            f"team {name!r} is not in {path}; it holds {sorted(teams)}"
+        )
+    try:
+        spec = PolicySpec.from_dict(json.loads(teams[name]["spec"]))
+        stacked = teams[name]["params"]
+    except (KeyError, TypeError, ValueError) as error:
+        raise CheckpointError(f"{path}: damaged policy entry ({error})") from None
+    leaves = jax.tree.leaves(stacked)
+    num_seeds = int(leaves[0].shape[0]) if leaves else 1
+    if not 0 <= seed < num_seeds:
+        raise InvalidParameterError(
+            f"seed must be in [0, {num_seeds - 1}] for {path}, got {seed}"
+        )
+    params = jax.tree.map(lambda x: jnp.asarray(x[seed]), stacked)
+    return Policy(
+        spec=spec, params=params, team=name, env=data["env"], algo=data["algo"]
+    )
+
+
+def read_policy_header(path: str | Path) -> dict[str, Any]:
+    """``{"algo", "env", "env_overrides", "config", "meta", "teams"}`` of a policy
+    checkpoint, without its parameters."""
+    data = _read_msgpack(path, POLICY_FORMAT)
+    return {
+        "algo": data["algo"],
+        "env": data["env"],
+        "env_overrides": json.loads(data["env_overrides"]),
+        "config": json.loads(data["config"]),
+        "meta": json.loads(data["meta"]),
+        "teams": list(data["teams"]),
+    }
+
+
+# -- resumable train state ------------------------------------------------------------
+def _is_key(leaf: Any) -> bool:
+    return isinstance(leaf, jax.Array) and jnp.issubdtype(
+        leaf.dtype, jax.dtypes.prng_key
+    )
+
+
+def write_train_state(
+    path: str | Path, *, algo: str, config: dict[str, Any], chunk: int, carry: Any
+) -> Path:
+    """Write every leaf of a trainer carry and the number of finished chunks."""
+    leaves = jax.tree.leaves(carry)
+    arrays = {
+        str(i): np.asarray(jax.random.key_data(x) if _is_key(x) else x)
+        for i, x in enumerate(leaves)
+    }
+    data = {
+        "format": STATE_FORMAT,
+        "version": FORMAT_VERSION,
+        "algo": algo,
+        "config": json.dumps(config, sort_keys=True),
+        "chunk": int(chunk),
+        "leaves": arrays,
+    }
+    return _write_msgpack(path, data)
+
+
+def read_train_state(
+    path: str | Path, *, algo: str, config: dict[str, Any], template: Any
+) -> tuple[int, Any]:
+    """Read a train state written for ``algo`` and ``config``.
+
+    Args:
+        template: a carry of the right structure (e.g. the trainer's fresh carry);
+            every saved leaf must match its shape and dtype.
+
+    Returns:
+        ``(finished chunks, carry)``.
+
+    Raises:
+        CheckpointError: corrupt file, another algorithm, another config, or leaves
+            that do not fit ``template``.
+    """
+    data = _read_msgpack(path, STATE_FORMAT)
+    if data.get("algo") != algo:
+        raise CheckpointError(
+            f"{path} is a checkpoint of algorithm {data.get('algo')!r}, not {algo!r}"
+        )
+    if data.get("config") != json.dumps(config, sort_keys=True):
+        raise CheckpointError(
+            f"{path} was written by a run with another config; "
+            "use a new --out folder or the same settings"
+        )
+    leaves, treedef = jax.tree.flatten(template)
+    saved = data.get("leaves") or {}
+    if len(saved) != len(leaves):
+        raise CheckpointError(
+            f"{path} holds {len(saved)} arrays, the trainer needs {len(leaves)}"
+        )
+    restored = []
+    for i, like in enumerate(leaves):
+        value = np.asarray(saved[str(i)])
+        if _is_key(like):
+            want = jax.random.key_data(like)
+            if value.shape != want.shape or value.dtype != want.dtype:
+                raise CheckpointError(f"{path}: random key {i} does not fit")
+            restored.append(
+                jax.random.wrap_key_data(value, impl=jax.random.key_impl(like))
+            )
+            continue
+        like = np.asarray(like)
+        if value.shape != like.shape or value.dtype != like.dtype:
+            raise CheckpointError(
+                f"{path}: array {i} has shape {value.shape} {value.dtype}, "
+                f"expected {like.shape} {like.dtype}"
+            )
+        restored.append(jnp.asarray(value))
+    return int(data["chunk"]), jax.tree.unflatten(treedef, restored)

@@ -1,0 +1,234 @@
+"""Team policies as data: a small spec that rebuilds the network, pure act
+functions, and :func:`load_policy` for trained checkpoints.
+
+A team policy maps the observations of every agent of one team, ``[A, D]``, to one
+action per agent, ``[A]``. Recurrent policies carry a hidden state ``[A, H]``
+(``H = 0`` for feed-forward ones, so every caller treats them alike). Nothing here
+imports training code: a checkpoint is loaded from its spec and parameters alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from mopa.errors import InvalidParameterError
+from mopa.models import Actor, QNetwork, RecurrentQNetwork
+
+POLICY_KINDS = ("q", "rnn_q", "actor", "random")
+
+ActFn = Callable[..., tuple[jax.Array, jax.Array]]
+"""``act(params, key, obs [A, D], carry [A, H], reset [A], greedy) -> (actions [A],
+carry [A, H])``."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PolicySpec:
+    """How to rebuild and run one team's acting network."""
+
+    kind: str
+    """``"q"`` (argmax Q), ``"rnn_q"`` (GRU Q-network), ``"actor"`` (categorical
+    policy) or ``"random"`` (uniform, no parameters)."""
+    num_agents: int
+    """Agents in the team (``A``)."""
+    obs_size: int
+    """Size of one agent's observation (``D``), before the agent one-hot."""
+    num_actions: int
+    """Discrete actions per agent."""
+    hidden: tuple[int, ...] = (128, 128)
+    """Widths of the network's hidden layers."""
+    activation: str = "relu"
+    """Hidden activation."""
+    agent_id: bool = True
+    """Append a one-hot of the agent's index in its team to its observation."""
+    num_opponents: int = 0
+    """Opponent-action head size (OA-IQL); 0 for none."""
+    opponent_actions: int = 0
+    """Actions per opponent in the opponent head."""
+
+    def __post_init__(self):
+        if self.kind not in POLICY_KINDS:
+            raise InvalidParameterError(
+                f"policy kind must be one of {POLICY_KINDS}, got {self.kind!r}"
+            )
+        for name in ("num_agents", "obs_size", "num_actions"):
+            if getattr(self, name) < 1:
+                raise InvalidParameterError(
+                    f"policy {name} must be >= 1, got {getattr(self, name)}"
+                )
+        object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
+
+    @property
+    def input_size(self) -> int:
+        return self.obs_size + (self.num_agents if self.agent_id else 0)
+
+    @property
+    def carry_size(self) -> int:
+        return self.hidden[-1] if self.kind == "rnn_q" else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PolicySpec:
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - fields)
+        if unknown:
+            raise InvalidParameterError(f"unknown policy spec field {unknown[0]!r}")
+        return cls(**data)
+
+    def module(self):
+        """The Flax module of this policy (``None`` for ``random``)."""
+        common = dict(
+            num_actions=self.num_actions,
+            hidden=self.hidden,
+            activation=self.activation,
+        )
+        if self.kind == "q":
+            return QNetwork(
+                **common,
+                num_opponents=self.num_opponents,
+                opponent_actions=self.opponent_actions,
+            )
+        if self.kind == "rnn_q":
+            return RecurrentQNetwork(
+                **common,
+                num_opponents=self.num_opponents,
+                opponent_actions=self.opponent_actions,
+            )
+        if self.kind == "actor":
+            return Actor(**common)
+        return None
+
+
+def agent_inputs(spec: PolicySpec, obs: jax.Array) -> jax.Array:
+    """Network inputs ``[..., A, input_size]`` from observations ``[..., A, D]``."""
+    if not spec.agent_id:
+        return obs
+    eye = jnp.broadcast_to(
+        jnp.eye(spec.num_agents, dtype=obs.dtype), (*obs.shape[:-1], spec.num_agents)
+    )
+    return jnp.concatenate([obs, eye], -1)
+
+
+def init_params(spec: PolicySpec, key: jax.Array) -> Any:
+    """Fresh parameters for ``spec`` (an empty dict for ``random``)."""
+    module = spec.module()
+    if module is None:
+        return {}
+    x = jnp.zeros((spec.num_agents, spec.input_size))
+    if spec.kind == "rnn_q":
+        carry = jnp.zeros((spec.num_agents, spec.carry_size))
+        reset = jnp.zeros((spec.num_agents,), bool)
+        return module.init(key, carry, x, reset)
+    return module.init(key, x)
+
+
+def initial_carry(spec: PolicySpec) -> jax.Array:
+    """Zero carry ``[A, H]`` (``H = 0`` for feed-forward policies)."""
+    return jnp.zeros((spec.num_agents, spec.carry_size), jnp.float32)
+
+
+def sample_categorical(key: jax.Array, logits: jax.Array) -> jax.Array:
+    """One draw per row of ``logits [..., n]`` by inverting the CDF with a single
+    uniform per row (cheaper than Gumbel-max, which needs ``n`` draws per row).
+
+    Returns:
+        ``[...]`` int32 actions.
+    """
+    cdf = jnp.cumsum(jax.nn.softmax(logits, -1), -1)
+    u = jax.random.uniform(key, (*logits.shape[:-1], 1))
+    index = jnp.sum(cdf < u, -1)
+    return jnp.minimum(index, logits.shape[-1] - 1).astype(jnp.int32)
+
+
+def make_act_fn(spec: PolicySpec) -> ActFn:
+    """The pure act function of ``spec``; see :data:`ActFn`.
+
+    Q policies act greedily (ties to the lowest index); actors sample from their
+    categorical distribution, or take its mode when ``greedy``.
+    """
+    module = spec.module()
+
+    def act(params, key, obs, carry, reset, greedy: bool = True):
+        if spec.kind == "random":
+            actions = jax.random.randint(key, obs.shape[:-1], 0, spec.num_actions)
+            return actions.astype(jnp.int32), carry
+        x = agent_inputs(spec, obs)
+        if spec.kind == "rnn_q":
+            carry, (q, _) = module.apply(params, carry, x, reset)
+            return jnp.argmax(q, -1).astype(jnp.int32), carry
+        if spec.kind == "q":
+            q, _ = module.apply(params, x)
+            return jnp.argmax(q, -1).astype(jnp.int32), carry
+        logits = module.apply(params, x)
+        if greedy:
+            return jnp.argmax(logits, -1).astype(jnp.int32), carry
+        return sample_categorical(key, logits), carry
+
+    return act
+
+
+@dataclasses.dataclass(frozen=True)
+class Policy:
+    """A loaded team policy: call it with one team's observations.
+
+    ``policy(obs [A, D], key=None) -> actions [A]`` for feed-forward policies;
+    recurrent ones also take and return ``carry`` (see :meth:`step`).
+    """
+
+    spec: PolicySpec
+    params: Any
+    team: str
+    env: str
+    algo: str
+
+    def step(
+        self,
+        key: jax.Array,
+        obs: jax.Array,
+        carry: jax.Array,
+        reset: jax.Array,
+        greedy: bool = True,
+    ) -> tuple[jax.Array, jax.Array]:
+        """``(key, obs [A, D], carry [A, H], reset [A]) -> (actions [A], carry)``."""
+        return _jitted_act(self.spec)(self.params, key, obs, carry, reset, greedy)
+
+    def __call__(
+        self, obs: jax.Array, key: jax.Array | None = None, greedy: bool = True
+    ) -> jax.Array:
+        key = jax.random.key(0) if key is None else key
+        carry = initial_carry(self.spec)
+        reset = jnp.ones((self.spec.num_agents,), bool)
+        return self.step(key, jnp.asarray(obs), carry, reset, greedy)[0]
+
+
+_ACT_CACHE: dict[PolicySpec, Callable] = {}
+
+
+def _jitted_act(spec: PolicySpec) -> Callable:
+    if spec not in _ACT_CACHE:
+        _ACT_CACHE[spec] = jax.jit(make_act_fn(spec), static_argnums=5)
+    return _ACT_CACHE[spec]
+
+
+def load_policy(path: str | Path, team: str | None = None, seed: int = 0) -> Policy:
+    """Load one team's policy from a training checkpoint.
+
+    Args:
+        path: a ``checkpoint.msgpack`` written by ``mopa train`` (or its run folder).
+        team: which team (default: the checkpoint's first learning team).
+        seed: which seed of a multi-seed run.
+
+    Raises:
+        CheckpointError: the file is missing, corrupt or not a policy checkpoint.
+        InvalidParameterError: unknown team or seed out of range.
+    """
+    from mopa.core.checkpoint import read_policy_checkpoint
+
+    return read_policy_checkpoint(path, team=team, seed=seed)

@@ -1,0 +1,15 @@
+"""Test-session settings: a persistent compilation cache in a temporary folder, so
+tests that rebuild the same jitted program (a resumed run, a CLI subprocess) load
+it instead of compiling it again."""
+
+import jax
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def compilation_cache(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("jax_cache")
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    yield folder
