@@ -6,6 +6,7 @@ import argparse
 import importlib.util
 from pathlib import Path
 
+from mopa.cli import bench_train
 from mopa.core.files import write_json
 from mopa.core.runinfo import run_metadata
 from mopa.errors import InvalidParameterError, UnknownNameError
@@ -45,6 +46,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--no-jaxmarl", action="store_true", help="skip the JaxMARL reference"
     )
     env.set_defaults(run=run_env)
+    bench_train.add_parser(kinds)
 
 
 def run_env(args: argparse.Namespace) -> int:

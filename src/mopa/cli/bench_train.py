@@ -1,0 +1,80 @@
+"""``mopa bench train``: environment steps per second including learning."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from mopa.core.files import write_json
+from mopa.core.runinfo import run_metadata
+from mopa.errors import InvalidParameterError
+
+
+def add_parser(kinds: argparse._SubParsersAction) -> None:
+    train = kinds.add_parser(
+        "train",
+        help="training speed: IQL on tag, MAPPO on tag and tag_intent, seeds "
+        "vmapped, compilation included",
+    )
+    train.add_argument("--json", type=Path, help="also write the rows to this path")
+    train.add_argument(
+        "--runs",
+        nargs="+",
+        metavar="ALGO:ENV",
+        help="what to train (default: iql:tag mappo:tag mappo:tag_intent)",
+    )
+    train.add_argument("--seeds", type=int, default=3, help="seeds (default 3)")
+    train.add_argument(
+        "--steps", type=float, default=2e6, help="steps per seed (default 2e6)"
+    )
+    train.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from mopa.algos.registry import config_class
+    from mopa.bench.train_speed import TRAIN_BENCHES, bench_train
+    from mopa.envs import make
+
+    runs = TRAIN_BENCHES
+    if args.runs:
+        runs = []
+        for item in args.runs:
+            algo, sep, env = item.partition(":")
+            if not sep:
+                raise InvalidParameterError(f"--runs expects ALGO:ENV, got {item!r}")
+            config_class(algo)
+            make(env)
+            runs.append((algo, env))
+        runs = tuple(runs)
+    if args.seeds < 1:
+        raise InvalidParameterError(f"--seeds must be >= 1, got {args.seeds}")
+    if args.steps < 1 or args.steps != int(args.steps):
+        raise InvalidParameterError(
+            f"--steps must be a positive whole number, got {args.steps}"
+        )
+    print(
+        f"{'algo':6s} {'env':12s} {'seeds':>5s} {'steps':>9s} {'wall_s':>7s} "
+        f"{'compile_s':>9s} {'steps/s':>9s}"
+    )
+
+    def show(row):
+        print(
+            f"{row['algo']:6s} {row['env']:12s} {row['seeds']:5d} {row['steps']:9d} "
+            f"{row['wall_s']:7.1f} {row['compile_s']:9.1f} {row['steps_per_s']:9.0f}",
+            flush=True,
+        )
+
+    rows = bench_train(runs, seeds=args.seeds, steps=int(args.steps), progress=show)
+    if args.json:
+        write_json(args.json, rows)
+        meta = run_metadata(
+            {
+                "command": "bench train",
+                "runs": [list(r) for r in runs],
+                "seeds": args.seeds,
+                "steps": int(args.steps),
+            }
+        )
+        write_json(args.json.with_name(args.json.stem + ".meta.json"), meta)
+        print(f"wrote {args.json}")
+    return 0
