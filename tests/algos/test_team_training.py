@@ -74,7 +74,9 @@ def test_greedy_evaluation_of_the_trained_policies(oa_iql_signal):
 @pytest.mark.parametrize("algo", ["iql", "mappo"])
 def test_vmap_over_seeds_equals_a_loop_and_is_deterministic(algo):
     if algo == "iql":
-        config = IQLConfig(algo="oa_iql", total_steps=1_200, num_seeds=2, **SIGNAL_IQL)
+        config = IQLConfig(  # the recurrent variant (Exp 1)
+            algo="oa_iql", rnn=True, total_steps=1_200, num_seeds=2, **SIGNAL_IQL
+        )
         train = make_iql_train(config, signal_game())
     else:
         config = MAPPOConfig(

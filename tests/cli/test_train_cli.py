@@ -123,3 +123,17 @@ def test_corrupt_or_foreign_checkpoints_are_refused(tmp_path, capsys):
     capsys.readouterr()
     assert main(base) == 2
     assert "not a readable mopa checkpoint" in capsys.readouterr().err
+
+
+def test_tensorboard_events_and_missing_tracker(tmp_path, capsys):
+    from tensorboardX.event_file_writer import EventFileWriter  # noqa: F401
+
+    logs = tmp_path / "tb"
+    argv = ["train", "--algo=iql", f"--out={tmp_path / 'run'}", *SMALL]
+    assert main([*argv, f"--tensorboard={logs}"]) == 0
+    events = list(logs.glob("events.out.tfevents.*"))
+    assert len(events) == 1 and events[0].stat().st_size > 500
+    assert b"return/predator" in events[0].read_bytes()
+    capsys.readouterr()
+    assert main([*argv[:-1], f"--out={tmp_path / 'w'}", "--wandb=p"]) == 2
+    assert "wandb is not installed" in capsys.readouterr().err

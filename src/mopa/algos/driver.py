@@ -118,6 +118,7 @@ def run_training(
     out: str | Path | None = None,
     progress: Callable[[Progress], None] | None = None,
     game: tuple[Any, Any] | None = None,
+    on_chunk: Callable[[int, dict[str, np.ndarray]], None] | None = None,
 ) -> RunResult:
     """Train ``config.num_seeds`` seeds of ``config`` to completion.
 
@@ -125,6 +126,8 @@ def run_training(
         out: run folder; if it holds an unfinished run of the same config, training
             resumes from its last chunk.
         progress: called after every chunk.
+        on_chunk: called after every chunk with the index of its first update and
+            its metrics ``{name: [seed, update]}`` (for experiment trackers).
         game: ``(env, params)`` to train on instead of ``config.env`` (no run
             folder then, since the game could not be rebuilt from it).
 
@@ -175,6 +178,8 @@ def run_training(
             history.setdefault(name, []).append(value)
         if out is not None:
             _save(out, trainer, config, meta, carry, history, timing, index + 1)
+        if on_chunk is not None:
+            on_chunk(start, rows)
         if progress is not None:
             progress(
                 Progress(

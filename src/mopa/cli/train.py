@@ -57,6 +57,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     train.add_argument(
         "--quiet", action="store_true", help="no progress lines, only the summary"
     )
+    train.add_argument(
+        "--tensorboard",
+        type=Path,
+        metavar="DIR",
+        help="also log metrics to TensorBoard event files (needs tensorboardX)",
+    )
+    train.add_argument(
+        "--wandb", metavar="PROJECT", help="also log metrics to Weights & Biases"
+    )
     train.set_defaults(run=run)
 
 
@@ -129,13 +138,26 @@ def run(args: argparse.Namespace) -> int:
         return 0
     config = build_config(args)
     from mopa.algos.driver import run_training
+    from mopa.cli.tracking import tensorboard_logger, wandb_logger
     from mopa.envs import make
 
     make(config.env, **dict(config.env_overrides))  # unknown game or field: fail fast
     name = args.preset or f"{config.algo}_{config.env.replace(':', '_')}"
     out = args.out or Path("runs") / name
     progress = None if args.quiet else _print_progress
-    result = run_training(config, out=out, progress=progress)
+    loggers = []
+    if args.tensorboard:
+        loggers.append(tensorboard_logger(args.tensorboard, config.steps_per_update))
+    if args.wandb:
+        loggers.append(
+            wandb_logger(args.wandb, config.to_dict(), config.steps_per_update)
+        )
+
+    def on_chunk(first_update, rows):
+        for log in loggers:
+            log(first_update, rows)
+
+    result = run_training(config, out=out, progress=progress, on_chunk=on_chunk)
     _print_summary(result)
     return 0
 

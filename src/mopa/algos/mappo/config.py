@@ -43,8 +43,9 @@ class MAPPOConfig(TrainConfig):
     """Minibatches per pass; must divide ``num_envs x num_steps``."""
     max_grad_norm: float = 0.5
     """Global gradient-norm clip (actor and critic separately)."""
-    hidden: tuple[int, ...] = (128, 128)
-    """Widths of the actor's and the critic's hidden layers."""
+    hidden: tuple[int, ...] = (128,)
+    """Widths of the actor's and the critic's hidden layers (the research's
+    "hidden 128": one layer of 128)."""
     activation: str = "tanh"
     """Hidden activation."""
     agent_id: bool = True
