@@ -129,3 +129,25 @@ def test_mappo_predators_beat_random_predators_on_tag():
     # Random predators catch a random prey about 0.5 times an episode.
     assert base_c < 1.0
     assert learnt_c > base_c + 1.0 and learnt_c > 2 * base_c, (learnt_c, base_c)
+
+
+def test_training_on_a_jaxmarl_environment_through_the_adapter():
+    config = MAPPOConfig(
+        env="jaxmarl:MPE_simple_adversary_v3",
+        total_steps=2_048,
+        num_envs=8,
+        num_steps=32,
+        num_seeds=2,
+        hidden=(16,),
+        num_chunks=1,
+    )
+    result = run_training(config)
+    assert set(result.policies) == {"adversary", "agent"}
+    spec, params = result.policies["agent"]
+    assert spec.num_agents == 2 and spec.num_actions == 5
+    for name in ("return/adversary", "return/agent", "value_loss/agent"):
+        values = result.metrics[name]
+        assert values.shape == (2, 8) and np.isfinite(values).all(), name
+    # The adversary is paid for closeness to the goal: its returns are negative
+    # distances, the good agents' include minus the adversary's.
+    assert (result.metrics["return/adversary"] < 0).all()

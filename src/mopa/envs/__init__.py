@@ -8,6 +8,13 @@
 """
 
 from mopa.envs.base import Env, StepOutput, TeamArrays
+from mopa.envs.particle import GAMES as PARTICLE_GAMES
+from mopa.envs.particle import (
+    ParticleEnv,
+    ParticleParams,
+    ParticleState,
+    make_particle,
+)
 from mopa.envs.pursuit import (
     PREDATOR,
     PREY,
@@ -24,6 +31,8 @@ from mopa.envs.wrappers import AutoReset, EpisodeStats, Wrapper
 
 for _name in VARIANTS:
     register(_name, make_pursuit)
+for _name in PARTICLE_GAMES:
+    register(_name, make_particle)
 
 __all__ = [
     "PREDATOR",
@@ -33,6 +42,9 @@ __all__ = [
     "Discrete",
     "Env",
     "EpisodeStats",
+    "ParticleEnv",
+    "ParticleParams",
+    "ParticleState",
     "PursuitEnv",
     "PursuitParams",
     "PursuitState",

@@ -88,8 +88,9 @@ def default_obstacle_positions(num_obstacles: int) -> np.ndarray:
 
 
 @struct.dataclass
-class PursuitParams:
-    """Every number of a pursuit game. Scalars unless noted; all may be vmapped."""
+class PhysicsParams:
+    """The numbers of MPE's physics (:func:`integrate_bodies`), shared by the
+    particle games' parameters."""
 
     dt: float = 0.1
     """Integration time step."""
@@ -99,6 +100,12 @@ class PursuitParams:
     """Stiffness of the soft contact between overlapping bodies."""
     contact_margin: float = 1e-3
     """Softness of the contact (softplus scale of the penetration)."""
+
+
+@struct.dataclass
+class PursuitParams(PhysicsParams):
+    """Every number of a pursuit game. Scalars unless noted; all may be vmapped."""
+
     predator_radius: float = 0.075
     """Body radius of a predator."""
     prey_radius: float = 0.05
@@ -272,17 +279,7 @@ class PursuitEnv(Env):
 
     def validate_params(self, params: PursuitParams) -> None:
         """Raise :class:`InvalidParameterError` naming the first invalid field."""
-        for field in _NONNEGATIVE:
-            value = np.asarray(getattr(params, field))
-            if np.any(value < 0) or np.any(np.isnan(value)):
-                raise InvalidParameterError(
-                    f"{self.name}: parameter {field} must be >= 0, got {value.tolist()}"
-                )
-        if np.any(np.asarray(params.max_steps) < 1):
-            raise InvalidParameterError(
-                f"{self.name}: parameter max_steps must be >= 1, got "
-                f"{np.asarray(params.max_steps).tolist()}"
-            )
+        check_nonnegative_and_steps(self.name, params, _NONNEGATIVE)
         if np.any(np.asarray(params.shape_r_in) > np.asarray(params.shape_r_out)):
             raise InvalidParameterError(
                 f"{self.name}: parameter shape_r_in "
@@ -319,16 +316,7 @@ class PursuitEnv(Env):
     # -- helpers -----------------------------------------------------------------
     def _agent_vector(self, predator_value, prey_value) -> jax.Array:
         """``[N]`` per-agent values: predators then prey."""
-        return jnp.concatenate(
-            [
-                jnp.broadcast_to(
-                    jnp.asarray(predator_value, jnp.float32), (self.num_predators,)
-                ),
-                jnp.broadcast_to(
-                    jnp.asarray(prey_value, jnp.float32), (self.num_prey,)
-                ),
-            ]
-        )
+        return per_agent((predator_value, prey_value), self.team_sizes)
 
     def _resource_layout(
         self, placement: jax.Array, params: PursuitParams
@@ -403,46 +391,18 @@ class PursuitEnv(Env):
         force: jax.Array,
         params: PursuitParams,
     ) -> tuple[jax.Array, jax.Array]:
-        """One physics step of the agents (``[N, 2]`` each). Obstacles never move.
-
-        Contact: every pair of bodies pushes apart with
-        ``contact_force * delta / |delta| * m * softplus(-(|delta| - r_i - r_j) / m)``
-        (``m`` the contact margin). Then (semi-implicit, as MPE):
-        ``pos += vel dt``; ``vel = vel (1 - damping) + force dt``; clip speed.
-        Coordinates are handled as separate x and y arrays: with a trailing axis of
-        two, XLA's CPU code runs about 2.5 times slower.
-        """
-        N, L = self.num_agents, self.num_obstacles
-        radius = self._agent_vector(params.predator_radius, params.prey_radius)
-        body_radius = jnp.concatenate(
-            [radius, jnp.broadcast_to(params.obstacle_radius, (L,))]
+        """One physics step of the agents (``[N, 2]`` each); see
+        :func:`integrate_bodies`. Obstacles never move."""
+        return integrate_bodies(
+            pos,
+            vel,
+            force,
+            self._agent_vector(params.predator_radius, params.prey_radius),
+            self._agent_vector(params.predator_max_speed, params.prey_max_speed),
+            obstacle_pos,
+            jnp.broadcast_to(params.obstacle_radius, (self.num_obstacles,)),
+            params,
         )
-        x, y = pos[:, 0], pos[:, 1]
-        dx = x[:, None] - jnp.concatenate([x, obstacle_pos[:, 0]])[None, :]  # [N, E]
-        dy = y[:, None] - jnp.concatenate([y, obstacle_pos[:, 1]])[None, :]
-        dist = jnp.sqrt(dx * dx + dy * dy)
-        not_self = jnp.asarray(~np.eye(N, N + L, dtype=bool))
-        margin = params.contact_margin
-        z = -(dist - (radius[:, None] + body_radius[None, :])) / margin
-        penetration = margin * (jnp.maximum(z, 0.0) + jnp.log1p(jnp.exp(-jnp.abs(z))))
-        magnitude = jnp.where(
-            not_self,
-            params.contact_force * penetration / jnp.where(not_self, dist, 1.0),
-            0.0,
-        )
-        fx = force[:, 0] + jnp.sum(dx * magnitude, axis=1)
-        fy = force[:, 1] + jnp.sum(dy * magnitude, axis=1)
-
-        new_x, new_y = x + vel[:, 0] * params.dt, y + vel[:, 1] * params.dt
-        keep = 1.0 - params.damping
-        vx = vel[:, 0] * keep + fx * params.dt
-        vy = vel[:, 1] * keep + fy * params.dt
-        max_speed = self._agent_vector(params.predator_max_speed, params.prey_max_speed)
-        speed = jnp.sqrt(vx * vx + vy * vy)
-        scale = jnp.where(
-            speed > max_speed, max_speed / jnp.where(speed > 0, speed, 1.0), 1.0
-        )
-        return jnp.stack([new_x, new_y], -1), jnp.stack([vx * scale, vy * scale], -1)
 
     def _step(
         self,
@@ -454,13 +414,7 @@ class PursuitEnv(Env):
         P, Y = self.num_predators, self.num_prey
         action = jnp.concatenate([a.astype(jnp.int32) for a in actions])  # [N]
         accel = self._agent_vector(params.predator_accel, params.prey_accel)
-        # ACTION_DIRECTIONS unrolled into selects: a table lookup (gather) is slow
-        # on CPU.
-        direction = jnp.zeros((self.num_agents, 2))
-        for a, unit in enumerate(ACTION_DIRECTIONS):
-            if unit.any():
-                direction = jnp.where((action == a)[:, None], unit, direction)
-        force = direction * accel[:, None]
+        force = action_directions(action) * accel[:, None]
         pos, vel = self._integrate(
             state.pos, state.vel, state.obstacle_pos, force, params
         )
@@ -555,13 +509,7 @@ class PursuitEnv(Env):
     def observe(self, state: PursuitState, params: PursuitParams) -> TeamArrays:
         """``(predator_obs [P, Dp], prey_obs [Y, Dy])``, laid out as the class says."""
         P, Y, N = self.num_predators, self.num_prey, self.num_agents
-        rel = (
-            state.pos[None, :, :] - state.pos[:, None, :]
-        )  # [N, N, 2]: j relative to i
-        # Every other agent in index order, by static slices (a gather is slower).
-        other_rel = jnp.stack(
-            [jnp.concatenate([rel[i, :i], rel[i, i + 1 :]]) for i in range(N)]
-        )  # [N, N-1, 2]
+        other_rel = others_relative(state.pos)  # [N, N-1, 2]
         obstacle_rel = state.obstacle_pos[None] - state.pos[:, None]  # [N, L, 2]
         own = jnp.concatenate(
             [
@@ -605,6 +553,123 @@ class PursuitEnv(Env):
             (state.step / params.max_steps)[None].astype(jnp.float32),
         ]
         return jnp.concatenate(parts)
+
+
+def check_nonnegative_and_steps(
+    name: str, params: Any, fields: tuple[str, ...]
+) -> None:
+    """Raise :class:`InvalidParameterError` naming the first of ``fields`` that is
+    negative or NaN, or ``max_steps`` if it is below 1 (concrete ``params`` only)."""
+    for field in fields:
+        value = np.asarray(getattr(params, field))
+        if np.any(value < 0) or np.any(np.isnan(value)):
+            raise InvalidParameterError(
+                f"{name}: parameter {field} must be >= 0, got {value.tolist()}"
+            )
+    if np.any(np.asarray(params.max_steps) < 1):
+        raise InvalidParameterError(
+            f"{name}: parameter max_steps must be >= 1, got "
+            f"{np.asarray(params.max_steps).tolist()}"
+        )
+
+
+def per_agent(values: tuple[Any, ...], sizes: tuple[int, ...]) -> jax.Array:
+    """``[sum(sizes)]`` float32: team ``t``'s value ``values[t]`` for each of its
+    ``sizes[t]`` agents, teams in order."""
+    return jnp.concatenate(
+        [
+            jnp.broadcast_to(jnp.asarray(value, jnp.float32), (size,))
+            for value, size in zip(values, sizes, strict=True)
+        ]
+    )
+
+
+def others_relative(pos: jax.Array) -> jax.Array:
+    """``[N, N-1, 2]``: for each agent ``i`` of ``pos`` ``[N, 2]``, every other
+    agent's position minus its own, in index order."""
+    rel = pos[None, :, :] - pos[:, None, :]  # [N, N, 2]: j relative to i
+    # By static slices (a gather is slower).
+    return jnp.stack(
+        [jnp.concatenate([rel[i, :i], rel[i, i + 1 :]]) for i in range(len(pos))]
+    )
+
+
+def action_directions(action: jax.Array) -> jax.Array:
+    """``[N, 2]`` unit force directions of discrete ``action`` ``[N]`` (see
+    :data:`ACTION_DIRECTIONS`)."""
+    # ACTION_DIRECTIONS unrolled into selects: a table lookup (gather) is slow on CPU.
+    direction = jnp.zeros((action.shape[0], 2))
+    for a, unit in enumerate(ACTION_DIRECTIONS):
+        if unit.any():
+            direction = jnp.where((action == a)[:, None], unit, direction)
+    return direction
+
+
+def integrate_bodies(
+    pos: jax.Array,
+    vel: jax.Array,
+    force: jax.Array,
+    radius: jax.Array,
+    max_speed: jax.Array | None,
+    obstacle_pos: jax.Array,
+    obstacle_radius: jax.Array,
+    params: PhysicsParams,
+    collide: bool = True,
+) -> tuple[jax.Array, jax.Array]:
+    """One MPE physics step of ``N`` moving bodies among ``L`` fixed ones.
+
+    Contact (if ``collide``): every pair of bodies pushes apart with
+    ``contact_force * delta / |delta| * m * softplus(-(|delta| - r_i - r_j) / m)``
+    (``m`` the contact margin). Then (semi-implicit, as MPE):
+    ``pos += vel dt``; ``vel = vel (1 - damping) + force dt``; clip speed.
+    Coordinates are handled as separate x and y arrays: with a trailing axis of
+    two, XLA's CPU code runs about 2.5 times slower.
+
+    Args:
+        pos: ``[N, 2]`` positions of the moving bodies.
+        vel: ``[N, 2]`` their velocities.
+        force: ``[N, 2]`` their action forces (mass 1).
+        radius: ``[N]`` their radii.
+        max_speed: ``[N]`` their speed limits, or ``None`` for no limit.
+        obstacle_pos: ``[L, 2]`` fixed bodies they collide with (``L`` may be 0).
+        obstacle_radius: ``[L]`` radii of the fixed bodies.
+        params: the physics numbers (any subclass of :class:`PhysicsParams`).
+        collide: whether bodies touch at all (static); ``False`` skips contacts.
+
+    Returns:
+        ``(pos, vel)``, each ``[N, 2]``, after the step.
+    """
+    x, y = pos[:, 0], pos[:, 1]
+    fx, fy = force[:, 0], force[:, 1]
+    if collide:
+        N, L = pos.shape[0], obstacle_pos.shape[0]
+        body_radius = jnp.concatenate([radius, obstacle_radius])
+        dx = x[:, None] - jnp.concatenate([x, obstacle_pos[:, 0]])[None, :]  # [N, E]
+        dy = y[:, None] - jnp.concatenate([y, obstacle_pos[:, 1]])[None, :]
+        dist = jnp.sqrt(dx * dx + dy * dy)
+        not_self = jnp.asarray(~np.eye(N, N + L, dtype=bool))
+        margin = params.contact_margin
+        z = -(dist - (radius[:, None] + body_radius[None, :])) / margin
+        penetration = margin * (jnp.maximum(z, 0.0) + jnp.log1p(jnp.exp(-jnp.abs(z))))
+        magnitude = jnp.where(
+            not_self,
+            params.contact_force * penetration / jnp.where(not_self, dist, 1.0),
+            0.0,
+        )
+        fx = fx + jnp.sum(dx * magnitude, axis=1)
+        fy = fy + jnp.sum(dy * magnitude, axis=1)
+
+    new_x, new_y = x + vel[:, 0] * params.dt, y + vel[:, 1] * params.dt
+    keep = 1.0 - params.damping
+    vx = vel[:, 0] * keep + fx * params.dt
+    vy = vel[:, 1] * keep + fy * params.dt
+    if max_speed is None:
+        return jnp.stack([new_x, new_y], -1), jnp.stack([vx, vy], -1)
+    speed = jnp.sqrt(vx * vx + vy * vy)
+    scale = jnp.where(
+        speed > max_speed, max_speed / jnp.where(speed > 0, speed, 1.0), 1.0
+    )
+    return jnp.stack([new_x, new_y], -1), jnp.stack([vx * scale, vy * scale], -1)
 
 
 def _boundary_penalty(x: jax.Array) -> jax.Array:

@@ -35,7 +35,8 @@ def make(name: str, **overrides: Any) -> tuple[Env, Any]:
     """Build the registered game ``name``.
 
     Args:
-        name: a name from :func:`registered_envs`.
+        name: a name from :func:`registered_envs`, or ``"jaxmarl:<id>"`` for any
+            JaxMARL environment (see :mod:`mopa.envs.jaxmarl_adapter`).
         **overrides: structure fields (team sizes, counts) or parameter fields.
 
     Returns:
@@ -46,6 +47,10 @@ def make(name: str, **overrides: Any) -> tuple[Env, Any]:
         UnknownNameError: ``name`` is not registered.
         InvalidParameterError: an override is unknown or has an invalid value.
     """
+    if name.startswith("jaxmarl:"):
+        from mopa.envs.jaxmarl_adapter import make_jaxmarl  # imports JaxMARL lazily
+
+        return make_jaxmarl(name, **overrides)
     if name not in _REGISTRY:
         close = difflib.get_close_matches(name, _REGISTRY, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
