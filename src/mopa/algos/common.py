@@ -250,3 +250,51 @@ def frozen_act_fn(spec: PolicySpec, params: Any) -> TeamActFn:
         return actions, hidden, ()
 
     return fn
+
+
+# -- run set-up shared by the trainers ----------------------------------------------
+class RunSetup(NamedTuple):
+    """The game and the frozen teams of a training run."""
+
+    base_env: Env
+    env: Env  # the training view (auto-reset, episode statistics)
+    env_params: Any
+    infos: tuple[TeamInfo, ...]
+    frozen: dict  # team index -> (PolicySpec, params)
+    frozen_fns: dict  # team index -> TeamActFn
+
+    def hidden_sizes(self, specs: dict[int, PolicySpec]) -> tuple[int, ...]:
+        """Policy carry size of every team (learning teams from ``specs``)."""
+        return tuple(
+            specs[t].carry_size if t in specs else self.frozen[t][0].carry_size
+            for t in range(len(self.infos))
+        )
+
+
+def setup_run(config, game: tuple[Env, Any] | None = None) -> RunSetup:
+    """Build the game of ``config`` (or ``game``), check its frozen teams and load
+    their policies.
+
+    Raises:
+        InvalidParameterError: a frozen team the game does not have, or every team
+            frozen.
+    """
+    base_env, env, env_params = make_training_env(
+        config.env, config.env_overrides, game
+    )
+    infos = team_infos(base_env)
+    names = [info.name for info in infos]
+    for team in config.frozen_teams:
+        if team not in names:
+            raise InvalidParameterError(
+                f"frozen team {team!r} is not a team of {config.env}; teams: {names}"
+            )
+    if len(config.frozen_teams) == len(names):
+        raise InvalidParameterError("every team is frozen: nothing would learn")
+    frozen = {
+        t: frozen_policy(config.frozen_teams[info.name], config.env, info)
+        for t, info in enumerate(infos)
+        if info.name in config.frozen_teams
+    }
+    frozen_fns = {t: frozen_act_fn(*policy) for t, policy in frozen.items()}
+    return RunSetup(base_env, env, env_params, infos, frozen, frozen_fns)

@@ -19,20 +19,10 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from mopa.algos.common import (
-    EnvCarry,
-    env_step,
-    episode_metrics,
-    frozen_act_fn,
-    frozen_policy,
-    make_training_env,
-    reset_envs,
-    team_infos,
-)
+from mopa.algos.common import EnvCarry, env_step, episode_metrics, reset_envs, setup_run
 from mopa.algos.iql.config import IQLConfig
 from mopa.algos.trainer import Trainer, TrainOutput, scan_train
 from mopa.core import replay
-from mopa.errors import InvalidParameterError
 from mopa.policy import PolicySpec, agent_inputs, init_params
 
 
@@ -80,17 +70,6 @@ def team_specs(config: IQLConfig, infos) -> dict[int, PolicySpec]:
         for t, info in enumerate(infos)
         if info.name not in frozen
     }
-
-
-def check_frozen(config, infos) -> None:
-    names = [info.name for info in infos]
-    for team in config.frozen_teams:
-        if team not in names:
-            raise InvalidParameterError(
-                f"frozen team {team!r} is not a team of {config.env}; teams: {names}"
-            )
-    if len(config.frozen_teams) == len(names):
-        raise InvalidParameterError("every team is frozen: nothing would learn")
 
 
 def _unroll(module, params, hidden0, x, first):
@@ -163,24 +142,12 @@ def make_trainer(config: IQLConfig, game: tuple[Any, Any] | None = None) -> Trai
     Args:
         game: ``(env, params)`` to train on instead of ``config.env``.
     """
-    base_env, env, env_params = make_training_env(
-        config.env, config.env_overrides, game
-    )
-    infos = team_infos(base_env)
-    check_frozen(config, infos)
+    run = setup_run(config, game)
+    base_env, env, env_params, infos = run[:4]
     num_teams = len(infos)
     specs = team_specs(config, infos)
-    frozen_fns = {
-        t: frozen_act_fn(
-            *frozen_policy(config.frozen_teams[info.name], config.env, info)
-        )
-        for t, info in enumerate(infos)
-        if info.name in config.frozen_teams
-    }
-    hidden_sizes = tuple(
-        specs[t].carry_size if t in specs else _frozen_carry(config, infos[t])
-        for t in range(num_teams)
-    )
+    frozen_fns = run.frozen_fns
+    hidden_sizes = run.hidden_sizes(specs)
     modules = {t: spec.module() for t, spec in specs.items()}
     optimiser = optax.chain(
         optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.lr)
@@ -292,11 +259,6 @@ def make_trainer(config: IQLConfig, game: tuple[Any, Any] | None = None) -> Trai
         return {infos[t].name: (specs[t], carry.learners[str(t)].params) for t in specs}
 
     return Trainer(config, init, update, policies, base_env.team_names)
-
-
-def _frozen_carry(config: IQLConfig, info) -> int:
-    spec, _ = frozen_policy(config.frozen_teams[info.name], config.env, info)
-    return spec.carry_size
 
 
 def _empty_steps(env_carry: EnvCarry, num_steps: int):

@@ -24,17 +24,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from mopa.algos.common import (
-    EnvCarry,
-    env_step,
-    episode_metrics,
-    frozen_act_fn,
-    frozen_policy,
-    make_training_env,
-    reset_envs,
-    team_infos,
-)
-from mopa.algos.iql.train import check_frozen
+from mopa.algos.common import EnvCarry, env_step, episode_metrics, reset_envs, setup_run
 from mopa.algos.mappo.config import MAPPOConfig
 from mopa.algos.trainer import Trainer, scan_train
 from mopa.core.returns import compute_gae
@@ -74,11 +64,8 @@ def make_trainer(config: MAPPOConfig, game: tuple[Any, Any] | None = None) -> Tr
     Args:
         game: ``(env, params)`` to train on instead of ``config.env``.
     """
-    base_env, env, env_params = make_training_env(
-        config.env, config.env_overrides, game
-    )
-    infos = team_infos(base_env)
-    check_frozen(config, infos)
+    run = setup_run(config, game)
+    base_env, env, env_params, infos = run[:4]
     num_teams = len(infos)
     specs = {
         t: PolicySpec(
@@ -93,16 +80,8 @@ def make_trainer(config: MAPPOConfig, game: tuple[Any, Any] | None = None) -> Tr
         for t, info in enumerate(infos)
         if info.name not in config.frozen_teams
     }
-    frozen = {
-        t: frozen_policy(config.frozen_teams[info.name], config.env, info)
-        for t, info in enumerate(infos)
-        if info.name in config.frozen_teams
-    }
-    frozen_fns = {t: frozen_act_fn(*policy) for t, policy in frozen.items()}
-    hidden_sizes = tuple(
-        specs[t].carry_size if t in specs else frozen[t][0].carry_size
-        for t in range(num_teams)
-    )
+    frozen_fns = run.frozen_fns
+    hidden_sizes = run.hidden_sizes(specs)
     actors = {t: spec.module() for t, spec in specs.items()}
     critics = {
         t: Critic(
