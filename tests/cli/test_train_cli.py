@@ -59,6 +59,7 @@ def test_preset_with_overrides(tmp_path, capsys):
 def test_bench_train_rows(tmp_path):
     path = tmp_path / "bench_train.json"
     argv = ["bench", "train", "--runs", "iql:tag", "--seeds=1", "--steps=4096"]
+    argv += ["--set", "hidden=[8]"]
     assert main([*argv, "--json", str(path)]) == 0
     (row,) = json.loads(path.read_text())
     assert {"algo", "env", "seeds", "steps", "wall_s", "steps_per_s"} <= set(row)
@@ -69,6 +70,7 @@ def test_bench_train_rows(tmp_path):
         4096,
     )
     assert row["steps_per_s"] == pytest.approx(4096 / row["wall_s"])
+    assert row["hidden"] == [8]
     meta = json.loads((tmp_path / "bench_train.meta.json").read_text())
     assert meta["config"]["command"] == "bench train" and "git_sha" in meta
 

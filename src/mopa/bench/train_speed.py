@@ -22,8 +22,12 @@ def bench_train(
     seeds: int = 3,
     steps: int = 2_000_000,
     progress: Callable[[dict[str, Any]], None] | None = None,
+    **fields: Any,
 ) -> list[dict[str, Any]]:
     """Train every ``(algo, env)`` of ``runs`` for ``steps`` per seed.
+
+    Args:
+        **fields: config fields set on every run (e.g. ``hidden=(64,)``).
 
     Returns:
         Rows ``{"algo", "env", "seeds", "steps", "wall_s", "compile_s",
@@ -31,7 +35,9 @@ def bench_train(
     """
     rows = []
     for algo, env in runs:
-        config = make_config(algo, env=env, total_steps=steps, num_seeds=seeds)
+        config = make_config(
+            algo, env=env, total_steps=steps, num_seeds=seeds, **fields
+        )
         result = run_training(config)
         done = config.num_updates * config.steps_per_update
         row = {
@@ -42,6 +48,7 @@ def bench_train(
             "wall_s": result.wall_s,
             "compile_s": result.compile_s,
             "steps_per_s": seeds * done / result.wall_s,
+            "hidden": list(config.hidden),
         }
         rows.append(row)
         if progress is not None:

@@ -27,6 +27,13 @@ def add_parser(kinds: argparse._SubParsersAction) -> None:
     train.add_argument(
         "--steps", type=float, default=2e6, help="steps per seed (default 2e6)"
     )
+    train.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="set a config field of every run (JSON values), e.g. --set hidden=[64]",
+    )
     train.set_defaults(run=run)
 
 
@@ -64,7 +71,12 @@ def run(args: argparse.Namespace) -> int:
             flush=True,
         )
 
-    rows = bench_train(runs, seeds=args.seeds, steps=int(args.steps), progress=show)
+    from mopa.cli.train import _pairs, _value
+
+    fields = {name: _value(value) for name, value in _pairs(args.set, "--set")}
+    rows = bench_train(
+        runs, seeds=args.seeds, steps=int(args.steps), progress=show, **fields
+    )
     if args.json:
         write_json(args.json, rows)
         meta = run_metadata(
@@ -73,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
                 "runs": [list(r) for r in runs],
                 "seeds": args.seeds,
                 "steps": int(args.steps),
+                "set": fields,
             }
         )
         write_json(args.json.with_name(args.json.stem + ".meta.json"), meta)
