@@ -76,7 +76,14 @@ def noop_actions(penv):
 
 
 def random_actions(penv, rng):
-    """Uniform actions for every live agent, with a mix of Python and NumPy ints."""
+    """Uniform actions for every live agent, with a mix of Python and NumPy ints
+    (uniform float32 vectors for games with continuous actions)."""
+    space = penv.action_space(penv.agents[0])
+    if isinstance(space, gymnasium.spaces.Box):
+        return {
+            agent: rng.uniform(space.low, space.high).astype(np.float32)
+            for agent in penv.agents
+        }
     return {
         agent: int(a) if i % 2 else a
         for i, (agent, a) in enumerate(
@@ -111,12 +118,13 @@ def test_spaces_contain_every_observation_of_an_episode(name):
             assert penv.observation_space(agent).contains(o), agent
             assert o.dtype == np.float32
         assert penv.state_space.contains(penv.state())
-        obs, rewards, *_ = penv.step(random_actions(penv, rng))
+        obs, rewards, terminations, *_ = penv.step(random_actions(penv, rng))
         steps += 1
         assert all(type(r) is float for r in rewards.values())
         if not penv.agents:
             break
-    assert steps == int(params.max_steps)
+    # The episode ran to the step limit unless the game ended it by its own rules.
+    assert steps == int(params.max_steps) or all(terminations.values())
     # The final observation is returned too, and also lies in the spaces.
     assert all(penv.observation_space(a).contains(o) for a, o in obs.items())
 

@@ -1,7 +1,8 @@
 """Environment steps per second, for mopa's games and JaxMARL's reference game.
 
 One step means every agent of every game in the batch moves once. Each measurement
-plays ``batch`` games with uniformly random actions for ``num_steps`` steps inside a
+plays ``batch`` games with uniformly random actions (integers for discrete action
+spaces, uniform in the box for continuous ones) for ``num_steps`` steps inside a
 single jitted ``vmap`` + ``lax.scan``, and folds every observation and reward into a
 checksum so the compiler cannot drop work. mopa and JaxMARL are measured by the same
 harness, interleaved repetition by repetition, and the median is reported, so their
@@ -18,10 +19,13 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from mopa.envs import make, registered_envs
+from mopa.envs import Box, make, registered_envs
 from mopa.envs.jaxmarl_compat import make_jaxmarl_tag
 
 PURSUIT_ENVS = tuple(n for n in registered_envs() if n.startswith("tag"))
+BATTALION_ENVS = ("battalion", "multi_battalion")
+BENCH_ENVS = PURSUIT_ENVS + BATTALION_ENVS
+"""Games ``mopa bench env`` measures by default."""
 DEFAULT_BATCHES = (1, 64, 1024, 4096)
 
 
@@ -30,9 +34,11 @@ class StepHarness(NamedTuple):
 
     reset: Callable[[jax.Array], Any]  # key -> state
     step: Callable[[jax.Array, Any, jax.Array], tuple[Any, jax.Array]]
-    # (key, state, actions [N] int32) -> (state, checksum [])
+    # (key, state, actions [N] int32 or [N, D] float) -> (state, checksum [])
     num_agents: int
-    num_actions: int
+    num_actions: int  # discrete actions per agent (0 for Box actions)
+    sample: Callable[[jax.Array, int], jax.Array] | None = None
+    # (key, batch) -> [batch, N, ...] uniform actions; None: uniform integers
 
 
 def mopa_harness(name: str, **overrides: Any) -> StepHarness:
@@ -50,7 +56,14 @@ def mopa_harness(name: str, **overrides: Any) -> StepHarness:
         checksum = sum(jnp.sum(o) for o in obs) + sum(jnp.sum(r) for r in rewards)
         return state, checksum
 
-    return StepHarness(reset, step, env.num_agents, env.action_space(0).n)
+    space = env.action_space(0)
+    if isinstance(space, Box):
+
+        def sample(key, batch):
+            return space.sample(key, (batch, env.num_agents))
+
+        return StepHarness(reset, step, env.num_agents, 0, sample)
+    return StepHarness(reset, step, env.num_agents, space.n)
 
 
 def jaxmarl_harness(
@@ -94,9 +107,12 @@ def compile_rollout(
         def body(carry, key_t):
             states, total = carry
             key_act, key_step = jax.random.split(key_t)
-            actions = jax.random.randint(
-                key_act, (batch, harness.num_agents), 0, harness.num_actions
-            )
+            if harness.sample is None:
+                actions = jax.random.randint(
+                    key_act, (batch, harness.num_agents), 0, harness.num_actions
+                )
+            else:
+                actions = harness.sample(key_act, batch)
             states, checksum = step(key_step, states, actions)
             return (states, total + jnp.sum(checksum)), None
 
@@ -123,7 +139,7 @@ def steps_for(batch: int, target_steps: int, max_scan: int = 5000) -> int:
 
 
 def bench_env(
-    envs: tuple[str, ...] = PURSUIT_ENVS,
+    envs: tuple[str, ...] = BENCH_ENVS,
     batches: tuple[int, ...] = DEFAULT_BATCHES,
     repeats: int = 5,
     target_steps: int = 400_000,

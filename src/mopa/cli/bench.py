@@ -17,14 +17,17 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     kinds = bench.add_subparsers(dest="bench", metavar="BENCH", required=True)
     env = kinds.add_parser(
         "env",
-        help="environment steps per second for every pursuit game and JaxMARL's "
-        "simple_tag, at several batch sizes",
+        help="environment steps per second for every pursuit game, the battalion "
+        "games and JaxMARL's simple_tag, at several batch sizes",
     )
     env.add_argument(
         "--json", type=Path, help="also write the rows as JSON to this path"
     )
     env.add_argument(
-        "--envs", nargs="+", help="games to measure (default: every pursuit game)"
+        "--envs",
+        nargs="+",
+        help="games to measure (default: every pursuit game, battalion and "
+        "multi_battalion)",
     )
     env.add_argument(
         "--batches",
@@ -50,14 +53,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run_env(args: argparse.Namespace) -> int:
-    from mopa.bench.env_speed import PURSUIT_ENVS, bench_env, speedups
+    from mopa.bench.env_speed import BENCH_ENVS, bench_env, speedups
 
-    envs = tuple(args.envs or PURSUIT_ENVS)
-    unknown = [name for name in envs if name not in PURSUIT_ENVS]
+    envs = tuple(args.envs or BENCH_ENVS)
+    unknown = [name for name in envs if name not in BENCH_ENVS]
     if unknown:
         raise UnknownNameError(
             f"unknown game {unknown[0]!r} for bench env; "
-            f"choose from {', '.join(PURSUIT_ENVS)}"
+            f"choose from {', '.join(BENCH_ENVS)}"
         )
     for name, value in (("--repeats", args.repeats), ("--steps", args.steps)):
         if value < 1:

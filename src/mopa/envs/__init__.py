@@ -8,6 +8,19 @@
 """
 
 from mopa.envs.base import Env, StepOutput, TeamArrays
+from mopa.envs.battalion import VARIANTS as BATTALION_VARIANTS
+from mopa.envs.battalion import (
+    BattalionEnv,
+    BattalionParams,
+    BattalionState,
+    make_battalion,
+)
+from mopa.envs.battalion_wrappers import (
+    SCRIPTED_VARIANTS,
+    DiscreteActions,
+    ScriptedRed,
+    make_battalion_vs_red,
+)
 from mopa.envs.particle import GAMES as PARTICLE_GAMES
 from mopa.envs.particle import (
     ParticleEnv,
@@ -33,13 +46,21 @@ for _name in VARIANTS:
     register(_name, make_pursuit)
 for _name in PARTICLE_GAMES:
     register(_name, make_particle)
+for _name in BATTALION_VARIANTS:
+    register(_name, make_battalion)
+for _name in SCRIPTED_VARIANTS:
+    register(_name, make_battalion_vs_red)
 
 __all__ = [
     "PREDATOR",
     "PREY",
     "AutoReset",
+    "BattalionEnv",
+    "BattalionParams",
+    "BattalionState",
     "Box",
     "Discrete",
+    "DiscreteActions",
     "Env",
     "EpisodeStats",
     "ParticleEnv",
@@ -48,6 +69,7 @@ __all__ = [
     "PursuitEnv",
     "PursuitParams",
     "PursuitState",
+    "ScriptedRed",
     "StepOutput",
     "TeamArrays",
     "Trajectory",

@@ -1,0 +1,258 @@
+"""Single-team views of the battalion games: a scripted Red embedded in the game
+(``battalion_vs_red``, ``multi_battalion_vs_red``) and discrete actions for the
+Q-learning algorithms.
+
+Design: the battalion games keep both teams playable (self-play, league play),
+and a scripted opponent is a pure function of the state
+(:mod:`mopa.envs.scripted_red`). :class:`ScriptedRed` wraps a game so that Red is
+played by a script and only Blue is exposed: one team, ``("blue",)``. The script
+is drawn per episode from ``params.red_probs`` (a distribution over
+:data:`~mopa.envs.scripted_red.RED_TYPES`, so it can be vmapped and changed
+without recompiling) among the types the wrapper was built with (static: only
+their scripts are compiled). The drawn type is in ``state.red_type`` and
+``info["red_type"]``, never in Blue's observation::
+
+    env, params = make("battalion_vs_red", red="mixed")  # the six strategies
+    env, params = make("battalion_vs_red", red="L3", discrete=True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mopa.envs.base import Env, StepOutput, TeamArrays
+from mopa.envs.battalion import (
+    BLUE,
+    NUM_RED_TYPES,
+    BattalionEnv,
+    BattalionParams,
+    BattalionState,
+    build_battalion,
+)
+from mopa.envs.scripted_red import (
+    LADDER,
+    RED_TYPE_INDEX,
+    RED_TYPES,
+    STRATEGIES,
+    hold_goals,
+    red_actions,
+)
+from mopa.envs.spaces import Discrete
+from mopa.envs.wrappers import Wrapper
+from mopa.errors import InvalidParameterError, UnknownNameError
+
+RED_GROUPS = {"mixed": STRATEGIES, "ladder": LADDER}
+"""Named groups of Red types accepted by ``red=``: ``mixed`` is the strategy
+family, ``ladder`` L1-L5."""
+
+BATTALION_ACTIONS = np.array(
+    [
+        [move, rotate, fire]
+        for move in (-1.0, 0.0, 1.0)
+        for rotate in (-1.0, 0.0, 1.0)
+        for fire in (0.0, 1.0)
+    ],
+    np.float32,
+)
+"""The 18 discrete actions: move (back, stay, forward) x rotate (right, none,
+left) x fire (no, full); action ``k`` is row ``k``."""
+
+
+def parse_red(name: str, red: Any) -> tuple[str, ...]:
+    """Red types named by ``red``: a type, a group of :data:`RED_GROUPS`, or a
+    sequence (or comma-separated string) of types.
+
+    Raises:
+        UnknownNameError: an unknown type or group, naming the known ones.
+    """
+    items = red.split(",") if isinstance(red, str) else list(red)
+    types: list[str] = []
+    for item in items:
+        item = str(item).strip()
+        found = RED_GROUPS.get(item, (item,))
+        for red_type in found:
+            if red_type not in RED_TYPE_INDEX:
+                raise UnknownNameError(
+                    f"{name}: unknown Red type {item!r}; choose from "
+                    f"{', '.join(RED_TYPES)} or {', '.join(RED_GROUPS)}"
+                )
+            if red_type not in types:
+                types.append(red_type)
+    if not types:
+        raise UnknownNameError(f"{name}: red names no Red type")
+    return tuple(types)
+
+
+class ScriptedRed(Wrapper):
+    """A battalion game with Red played by scripts; only Blue is exposed.
+
+    Args:
+        env: a :class:`~mopa.envs.battalion.BattalionEnv`.
+        red_types: the scripted types this wrapper can play (static); the type of
+            each episode is drawn from ``params.red_probs``, which must put all its
+            mass on them.
+    """
+
+    def __init__(self, env: BattalionEnv, red_types: tuple[str, ...]):
+        super().__init__(env)
+        self.red_types = tuple(red_types)
+        self.team_names = ("blue",)
+
+    @property
+    def team_sizes(self) -> tuple[int, ...]:
+        return (self.env.num_blue,)
+
+    def observation_space(self, team: int):
+        return self.env.observation_space(BLUE)
+
+    def action_space(self, team: int):
+        return self.env.action_space(BLUE)
+
+    def check_actions(self, actions: Any) -> TeamArrays:
+        return Env.check_actions(self, actions)
+
+    def validate_params(self, params: BattalionParams) -> None:
+        self.env.validate_params(params)
+        probs = np.asarray(params.red_probs)
+        bad = [
+            red_type
+            for i, red_type in enumerate(RED_TYPES)
+            if red_type not in self.red_types and np.any(probs[..., i] > 0)
+        ]
+        if bad:
+            raise InvalidParameterError(
+                f"{self.name}: parameter red_probs gives probability to Red types "
+                f"{bad} outside this game's {list(self.red_types)}"
+            )
+
+    def _reset(
+        self, key: jax.Array, params: BattalionParams
+    ) -> tuple[TeamArrays, BattalionState]:
+        key_game, key_type = jax.random.split(key)
+        obs, state = self.env.reset(key_game, params)
+        red_type = jax.random.categorical(key_type, jnp.log(params.red_probs))
+        state = state.replace(
+            red_type=red_type.astype(jnp.int32),
+            red_goal=hold_goals(
+                state, params, self.env.num_blue, self.env.terrain_size
+            ),
+        )
+        return (obs[BLUE],), state
+
+    def _step(
+        self,
+        key: jax.Array,
+        state: BattalionState,
+        actions: TeamArrays,
+        params: BattalionParams,
+    ) -> StepOutput:
+        key_step, key_red = jax.random.split(key)
+
+        def red_fn(mid_state):
+            return red_actions(
+                self.red_types, key_red, mid_state, params, self.env.num_blue
+            )
+
+        obs, state, rewards, terminated, truncated, info = self.env.step_with_red(
+            key_step, state, actions[BLUE], red_fn, params
+        )
+        return (obs[BLUE],), state, (rewards[BLUE],), terminated, truncated, info
+
+    def observe(self, state: BattalionState, params: BattalionParams) -> TeamArrays:
+        return (self.env.observe(state, params)[BLUE],)
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.env, self.red_types))
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(self) is type(other)
+            and self.env == other.env
+            and self.red_types == other.red_types
+        )
+
+
+class DiscreteActions(Wrapper):
+    """Discrete actions for every team: action ``k`` plays row ``k`` of ``table``.
+
+    Args:
+        env: a game with ``Box`` actions of shape ``[D]`` (every team).
+        table: ``[K, D]`` the continuous action of each discrete action
+            (default :data:`BATTALION_ACTIONS`).
+    """
+
+    def __init__(self, env: Env, table: np.ndarray = BATTALION_ACTIONS):
+        super().__init__(env)
+        self.table = np.asarray(table, np.float32)
+
+    def action_space(self, team: int) -> Discrete:
+        return Discrete(len(self.table))
+
+    def check_actions(self, actions: Any) -> TeamArrays:
+        return Env.check_actions(self, actions)
+
+    def _reset(self, key: jax.Array, params: Any) -> tuple[TeamArrays, Any]:
+        return self.env.reset(key, params)
+
+    def _step(
+        self, key: jax.Array, state: Any, actions: TeamArrays, params: Any
+    ) -> StepOutput:
+        table = jnp.asarray(self.table)
+        return self.env.step(key, state, tuple(table[a] for a in actions), params)
+
+    def observe(self, state: Any, params: Any) -> TeamArrays:
+        return self.env.observe(state, params)
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.env, self.table.tobytes()))
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(self) is type(other)
+            and self.env == other.env
+            and np.array_equal(self.table, other.table)
+        )
+
+
+SCRIPTED_VARIANTS = {
+    "battalion_vs_red": "battalion",
+    "multi_battalion_vs_red": "multi_battalion",
+}
+"""Registered Blue-only games and the two-team game each embeds."""
+
+
+def make_battalion_vs_red(name: str, **overrides: Any) -> tuple[Env, BattalionParams]:
+    """Build a Blue-only battalion game with a scripted Red.
+
+    Overrides: ``red`` (a type of :data:`~mopa.envs.scripted_red.RED_TYPES`, a
+    group of :data:`RED_GROUPS` or a sequence of types, drawn uniformly per
+    episode unless ``red_probs`` is given; default ``"L5"``), ``discrete`` (wrap in
+    :class:`DiscreteActions`; default False), and any structure or parameter field
+    of the embedded game.
+
+    Returns:
+        ``(env, params)``.
+
+    Raises:
+        UnknownNameError: an unknown Red type.
+        InvalidParameterError: an invalid override.
+    """
+    red = overrides.pop("red", "L5")
+    discrete = overrides.pop("discrete", False)
+    if not isinstance(discrete, bool):
+        raise InvalidParameterError(f"{name}: discrete must be bool, got {discrete!r}")
+    red_types = parse_red(name, red)
+    if "red_probs" not in overrides:
+        probs = np.zeros(NUM_RED_TYPES, np.float32)
+        probs[[RED_TYPE_INDEX[t] for t in red_types]] = 1.0 / len(red_types)
+        overrides["red_probs"] = probs
+    game, params = build_battalion(name, SCRIPTED_VARIANTS[name], overrides)
+    env: Env = ScriptedRed(game, red_types)
+    env.validate_params(params)
+    if discrete:
+        env = DiscreteActions(env)
+    return env, params
