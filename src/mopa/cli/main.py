@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from mopa.cli import bench, envs, train
+from mopa.cli import bench, envs, experiment, pola, train
 from mopa.errors import MopaError
 
 
@@ -24,6 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_parser(commands)
     envs.add_parsers(commands)
     train.add_parser(commands)
+    experiment.add_parser(commands)
+    pola.add_parsers(commands)
     return parser
 
 

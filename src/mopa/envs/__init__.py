@@ -21,6 +21,9 @@ from mopa.envs.battalion_wrappers import (
     ScriptedRed,
     make_battalion_vs_red,
 )
+from mopa.envs.coin_game import VARIANTS as COIN_GAME_VARIANTS
+from mopa.envs.coin_game import CoinGameEnv, make_coin_game
+from mopa.envs.ipd import IPDEnv, make_ipd
 from mopa.envs.particle import GAMES as PARTICLE_GAMES
 from mopa.envs.particle import (
     ParticleEnv,
@@ -50,6 +53,9 @@ for _name in BATTALION_VARIANTS:
     register(_name, make_battalion)
 for _name in SCRIPTED_VARIANTS:
     register(_name, make_battalion_vs_red)
+register("ipd", make_ipd)
+for _name in COIN_GAME_VARIANTS:
+    register(_name, make_coin_game)
 
 __all__ = [
     "PREDATOR",
@@ -59,10 +65,12 @@ __all__ = [
     "BattalionParams",
     "BattalionState",
     "Box",
+    "CoinGameEnv",
     "Discrete",
     "DiscreteActions",
     "Env",
     "EpisodeStats",
+    "IPDEnv",
     "ParticleEnv",
     "ParticleParams",
     "ParticleState",

@@ -1,0 +1,51 @@
+"""``mopa experiment NAME``: run a registered experiment and write its results,
+config, run metadata and plots into a folder."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from mopa.errors import InvalidParameterError
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "experiment",
+        help="run a named experiment (see --list)",
+        description="Run a registered experiment with one of its presets; writes "
+        "results.json, config.json, meta.json and plots into --out.",
+    )
+    parser.add_argument("name", nargs="?", help="experiment name")
+    parser.add_argument("--preset", help="preset (default: the experiment's own)")
+    parser.add_argument("--seeds", type=int, help="number of seeds (overrides preset)")
+    parser.add_argument(
+        "--out", type=Path, help="output folder (default: runs/NAME/PRESET)"
+    )
+    parser.add_argument(
+        "--list", action="store_true", help="list experiments and their presets"
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from mopa.experiments import get_experiment, registered_experiments, run_experiment
+
+    if args.list:
+        for name in registered_experiments():
+            experiment = get_experiment(name)
+            presets = ", ".join(
+                f"{p}*" if p == experiment.default_preset else p
+                for p in experiment.presets
+            )
+            print(f"{name:12s} [{presets}]  {experiment.description}")
+        return 0
+    if args.name is None:
+        raise InvalidParameterError("name an experiment, or pass --list")
+    experiment = get_experiment(args.name)
+    preset = args.preset or experiment.default_preset
+    if args.seeds is not None and args.seeds < 1:
+        raise InvalidParameterError(f"--seeds must be >= 1, got {args.seeds}")
+    out = args.out or Path("runs") / args.name / preset
+    run_experiment(args.name, preset, out, seeds=args.seeds, progress=print)
+    return 0

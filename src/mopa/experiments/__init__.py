@@ -1,0 +1,24 @@
+"""mopa's research experiments as named, runnable definitions (``mopa experiment``).
+
+Importing this package registers every experiment; see
+:mod:`mopa.experiments.registry` for the API.
+"""
+
+from mopa.experiments import pola as _pola  # noqa: F401 - registers pola-*
+from mopa.experiments.registry import (
+    Experiment,
+    get_experiment,
+    get_preset,
+    register_experiment,
+    registered_experiments,
+    run_experiment,
+)
+
+__all__ = [
+    "Experiment",
+    "get_experiment",
+    "get_preset",
+    "register_experiment",
+    "registered_experiments",
+    "run_experiment",
+]
