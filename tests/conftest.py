@@ -1,9 +1,16 @@
 """Test-session settings: a persistent compilation cache in a temporary folder, so
 tests that rebuild the same jitted program (a resumed run, a CLI subprocess) load
-it instead of compiling it again."""
+it instead of compiling it again; and JaxMARL imported once up front, because its
+import replaces ``sys.stdout`` and would otherwise swallow the output of whichever
+test first imports it under output capture."""
+
+import importlib.util
 
 import jax
 import pytest
+
+if importlib.util.find_spec("jaxmarl") is not None:
+    import jaxmarl  # noqa: F401
 
 
 @pytest.fixture(scope="session", autouse=True)
