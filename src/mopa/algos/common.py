@@ -17,13 +17,10 @@ import jax
 import jax.numpy as jnp
 
 from mopa.envs import AutoReset, EpisodeStats, make
-from mopa.envs.base import Env, info_spec
+from mopa.envs.base import Env, episode_sum_keys
 from mopa.envs.spaces import Discrete
 from mopa.errors import CheckpointError, InvalidParameterError
 from mopa.policy import PolicySpec, make_act_fn
-
-EPISODE_SUM_KEYS = ("captures",)
-"""Scalar info keys totalled per episode when a game reports them."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,8 +77,7 @@ def make_training_env(
             ``env_name`` from the registry.
     """
     env, params = game if game is not None else make(env_name, **dict(env_overrides))
-    info = info_spec(env, params)
-    keys = tuple(k for k in EPISODE_SUM_KEYS if k in info and info[k].shape == ())
+    keys = episode_sum_keys(env, params)
     return env, EpisodeStats(AutoReset(env), sum_keys=keys), params
 
 

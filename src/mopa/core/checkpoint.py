@@ -128,20 +128,6 @@ def read_policy_checkpoint(path: str | Path, team: str | None = None, seed: int 
     )
 
 
-def read_policy_header(path: str | Path) -> dict[str, Any]:
-    """``{"algo", "env", "env_overrides", "config", "meta", "teams"}`` of a policy
-    checkpoint, without its parameters."""
-    data = _read_msgpack(path, POLICY_FORMAT)
-    return {
-        "algo": data["algo"],
-        "env": data["env"],
-        "env_overrides": json.loads(data["env_overrides"]),
-        "config": json.loads(data["config"]),
-        "meta": json.loads(data["meta"]),
-        "teams": list(data["teams"]),
-    }
-
-
 # -- resumable train state ------------------------------------------------------------
 def _is_key(leaf: Any) -> bool:
     return isinstance(leaf, jax.Array) and jnp.issubdtype(

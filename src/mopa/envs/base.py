@@ -182,3 +182,14 @@ def info_spec(env: Env, params: Any) -> dict[str, jax.ShapeDtypeStruct]:
         return env.step(key, state, actions, params)[-1]
 
     return jax.eval_shape(probe, jax.random.key(0))
+
+
+EPISODE_SUM_KEYS = ("captures",)
+"""Scalar info keys that training and evaluation total per episode when a game
+reports them."""
+
+
+def episode_sum_keys(env: Env, params: Any) -> tuple[str, ...]:
+    """The keys of :data:`EPISODE_SUM_KEYS` that ``env`` reports as scalars."""
+    info = info_spec(env, params)
+    return tuple(k for k in EPISODE_SUM_KEYS if k in info and info[k].shape == ())

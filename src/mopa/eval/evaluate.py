@@ -16,10 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mopa.envs.base import Env, info_spec
+from mopa.envs.base import Env, episode_sum_keys
 from mopa.policy import PolicySpec, initial_carry, make_act_fn
-
-EPISODE_SUMS = ("captures",)
 
 
 def _horizon(params: Any, horizon: int | None) -> int:
@@ -33,8 +31,7 @@ def _horizon(params: Any, horizon: int | None) -> int:
 @functools.partial(jax.jit, static_argnums=(0, 2, 5, 6))
 def _play(env, params, specs, team_params, keys, horizon, greedy):
     acts = [make_act_fn(spec) for spec in specs]
-    info = info_spec(env, params)
-    sum_keys = tuple(k for k in EPISODE_SUMS if k in info and info[k].shape == ())
+    sum_keys = episode_sum_keys(env, params)
 
     def episode(key):
         key_reset, key_run = jax.random.split(key)
@@ -113,7 +110,7 @@ def evaluate(
     out: dict[str, Any] = {}
     for name, returns in zip(env.team_names, totals["returns"], strict=True):
         out[f"return/{name}"] = _stats(np.asarray(returns).mean(-1))
-    for k in EPISODE_SUMS:
+    for k in episode_sum_keys(env, params):
         if k in totals:
             out[f"{k}_per_episode"] = _stats(np.asarray(totals[k]))
     return out
