@@ -1,0 +1,77 @@
+"""Players: whatever acts for one team in a game, a trained policy or a planner
+wrapped around one.
+
+A player is a small hashable description (a static argument under ``jit``) with a
+pure ``act`` function; its numbers (network weights, the game's params a planner
+simulates with, an opponent model's weights) travel separately as ``params``, so
+players of one kind are stacked and ``vmap``-ed over::
+
+    actions, carry = player.act(params, key, state, obs, carry, reset)
+
+* ``state``: the game's true state. Planners simulate from it; policies ignore it.
+* ``obs``: the team's observations ``[A, D]``.
+* ``carry``: recurrent state ``[A, H]`` (``H = carry_size``, 0 for feed-forward).
+* ``reset``: ``[A]`` bool, true on an episode's first step.
+
+Returns ``actions [A]`` (int32 for discrete games) and the next carry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Protocol
+
+import jax
+import jax.numpy as jnp
+
+from mopa.policy import PolicySpec, make_act_fn
+
+
+class Player(Protocol):
+    """The interface every player implements; see the module docstring."""
+
+    @property
+    def num_agents(self) -> int: ...
+
+    @property
+    def carry_size(self) -> int: ...
+
+    def act(
+        self,
+        params: Any,
+        key: jax.Array,
+        state: Any,
+        obs: jax.Array,
+        carry: jax.Array,
+        reset: jax.Array,
+    ) -> tuple[jax.Array, jax.Array]: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyPlayer:
+    """A team policy as a player: acts on its observations alone.
+
+    ``params`` are the policy's network weights (as ``init_params`` or a
+    checkpoint gives them).
+    """
+
+    spec: PolicySpec
+    greedy: bool = True
+    """Take the mode of an actor's distribution (Q policies are always greedy)."""
+
+    @property
+    def num_agents(self) -> int:
+        return self.spec.num_agents
+
+    @property
+    def carry_size(self) -> int:
+        return self.spec.carry_size
+
+    def act(self, params, key, state, obs, carry, reset):
+        del state
+        return make_act_fn(self.spec)(params, key, obs, carry, reset, self.greedy)
+
+
+def initial_player_carry(player: Player) -> jax.Array:
+    """Zero carry ``[A, H]`` of ``player``."""
+    return jnp.zeros((player.num_agents, player.carry_size), jnp.float32)
