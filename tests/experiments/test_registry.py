@@ -22,7 +22,7 @@ class CountConfig:
     num_seeds: int = 3
 
 
-def count(config, seeds, progress):
+def count(config, seeds, progress, stages):
     n = config.num_seeds if seeds is None else seeds
     progress(f"counting {n}")
     return {"values": [config.start + s for s in range(n)]}

@@ -13,17 +13,24 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "experiment",
         help="run a named experiment (see --list)",
-        description="Run a registered experiment with one of its presets; writes "
-        "results.json, config.json, meta.json and plots into --out.",
+        description="Run a registered experiment with one of its profiles; writes "
+        "results.json, results.md, config.json, meta.json and plots into --out. "
+        "Finished stages are reused when the same command runs again, and redone "
+        "when their config changed.",
     )
     parser.add_argument("name", nargs="?", help="experiment name")
-    parser.add_argument("--preset", help="preset (default: the experiment's own)")
+    parser.add_argument(
+        "--profile",
+        "--preset",
+        dest="profile",
+        help="profile, e.g. quick or default (default: the experiment's own)",
+    )
     parser.add_argument("--seeds", type=int, help="number of seeds (overrides preset)")
     parser.add_argument(
         "--out", type=Path, help="output folder (default: runs/NAME/PRESET)"
     )
     parser.add_argument(
-        "--list", action="store_true", help="list experiments and their presets"
+        "--list", action="store_true", help="list experiments and their profiles"
     )
     parser.set_defaults(run=run)
 
@@ -43,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if args.name is None:
         raise InvalidParameterError("name an experiment, or pass --list")
     experiment = get_experiment(args.name)
-    preset = args.preset or experiment.default_preset
+    preset = args.profile or experiment.default_preset
     if args.seeds is not None and args.seeds < 1:
         raise InvalidParameterError(f"--seeds must be >= 1, got {args.seeds}")
     out = args.out or Path("runs") / args.name / preset

@@ -112,7 +112,7 @@ class Fig3Config:
             )
 
 
-def run_fig3(config: Fig3Config, seeds: int | None, progress) -> dict:
+def run_fig3(config: Fig3Config, seeds: int | None, progress, stages=None) -> dict:
     """Run every cell; returns ``{"p_tft": {METHOD: {CF: float}}, ...}``."""
     num_seeds = config.num_seeds if seeds is None else seeds
     results: dict = {"p_tft": {}, "final_value": {}, "max_pola_iters": {}}
@@ -287,7 +287,9 @@ def _mean_ci(values: np.ndarray) -> tuple[float, float]:
     return float(values.mean()), float(np.mean(half))
 
 
-def run_sampled(config: SampledExperimentConfig, seeds: int | None, progress) -> dict:
+def run_sampled(
+    config: SampledExperimentConfig, seeds: int | None, progress, stages=None
+) -> dict:
     """Train each method for each seed (one compiled run per seed; compilation is
     timed apart) and summarise the
     last update's evaluation: ``{METHOD: {"vs_each_other", "vs_alld",

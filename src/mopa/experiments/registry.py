@@ -1,7 +1,9 @@
 """The experiment registry and runner behind ``mopa experiment``.
 
 An experiment is a named, runnable definition: a driver ``run_fn(config, seeds,
-progress) -> results`` (pure Python around jitted code, returning a JSON-able dict),
+progress, stages) -> results`` (pure Python around jitted code, returning a
+JSON-able dict; ``stages`` is a :class:`~mopa.experiments.stages.Stages` that keeps
+finished stages for the next run),
 named presets (frozen dataclass configs), a default preset and an optional
 ``plot_fn(results, out_dir) -> [paths]`` that draws figures from the results alone.
 :func:`run_experiment` runs one and writes ``results.json``, ``config.json`` and
@@ -21,15 +23,21 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mopa.core.files import write_json
+from mopa.core.files import atomic_write, write_json
 from mopa.core.runinfo import run_metadata
 from mopa.errors import InvalidParameterError, UnknownNameError
+from mopa.experiments.stages import Stages
 
 RunFn = Callable[..., dict]
-"""``run_fn(config, seeds: int | None, progress: Callable[[str], None]) -> dict``."""
+"""``run_fn(config, seeds: int | None, progress: Callable[[str], None], stages:
+Stages) -> dict``."""
 
 PlotFn = Callable[[dict, Path], list[Path]]
 """``plot_fn(results, out_dir) -> paths written``."""
+
+MarkdownFn = Callable[[dict], str]
+"""``markdown_fn(results) -> text`` of ``results.md``: mopa's figures beside the
+research's."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +50,7 @@ class Experiment:
     default_preset: str
     plot_fn: PlotFn | None = None
     description: str = ""
+    markdown_fn: MarkdownFn | None = None
 
 
 _EXPERIMENTS: dict[str, Experiment] = {}
@@ -54,18 +63,23 @@ def register_experiment(
     default_preset: str,
     plot_fn: PlotFn | None = None,
     description: str = "",
+    markdown_fn: MarkdownFn | None = None,
 ) -> Experiment:
     """Register an experiment under ``name``.
 
     Args:
         name: the name ``mopa experiment NAME`` uses.
-        run_fn: ``run_fn(config, seeds, progress) -> results``; ``seeds`` is
-            ``None`` (use the config's own count) or a positive override, and
-            ``progress(line)`` reports progress. Results must be JSON-able.
+        run_fn: ``run_fn(config, seeds, progress, stages) -> results``; ``seeds``
+            is ``None`` (use the config's own count) or a positive override,
+            ``progress(line)`` reports progress and ``stages`` runs or reuses the
+            experiment's stages (see :mod:`mopa.experiments.stages`). Results
+            must be JSON-able.
         presets: preset name -> frozen dataclass config.
         default_preset: the preset run when none is named.
         plot_fn: optional ``plot_fn(results, out_dir) -> paths`` drawing figures.
         description: one line shown by ``--list``.
+        markdown_fn: optional ``markdown_fn(results) -> text`` written as
+            ``results.md`` (mopa's figures beside the research's).
 
     Raises:
         ValueError: the name is taken, or the default preset is not a preset.
@@ -80,7 +94,7 @@ def register_experiment(
         if not dataclasses.is_dataclass(config):
             raise ValueError(f"preset {preset!r} of {name!r} is not a dataclass")
     experiment = Experiment(
-        name, run_fn, dict(presets), default_preset, plot_fn, description
+        name, run_fn, dict(presets), default_preset, plot_fn, description, markdown_fn
     )
     _EXPERIMENTS[name] = experiment
     return experiment
@@ -142,6 +156,8 @@ def run_experiment(
         name: a registered experiment.
         preset: one of its presets (``None``: the default preset).
         out: output folder; ``None`` writes nothing (the results are returned).
+            Finished stages are kept in ``out/stages`` and reused by the next run
+            with the same stage configs.
         seeds: number of seeds, overriding the preset's (``None``: keep it).
         progress: called with one line at a time (default: silent).
 
@@ -159,7 +175,8 @@ def run_experiment(
         raise InvalidParameterError(f"seeds must be >= 1, got {seeds}")
     progress = progress or (lambda line: None)
     start = time.perf_counter()
-    results = experiment.run_fn(config, seeds, progress)
+    stages = Stages(None if out is None else Path(out) / "stages", progress)
+    results = experiment.run_fn(config, seeds, progress, stages)
     elapsed = time.perf_counter() - start
     if out is not None:
         out = Path(out)
@@ -172,6 +189,9 @@ def run_experiment(
         write_json(out / "results.json", results)
         write_json(out / "config.json", described)
         write_json(out / "meta.json", {**run_metadata(described), "wall_s": elapsed})
+        if experiment.markdown_fn is not None:
+            text = experiment.markdown_fn(results)
+            atomic_write(out / "results.md", lambda file: file.write(text.encode()))
         if experiment.plot_fn is not None:
             for path in experiment.plot_fn(results, out):
                 progress(f"wrote {path}")

@@ -1,0 +1,119 @@
+"""Stages of an experiment, each done once: a stage whose config is unchanged is
+reused when the experiment runs again, and redone when its config changed.
+
+A stage is a named piece of work (train a team, build a dataset, play a
+tournament) writing into its own folder ``OUT/stages/NAME`` and returning a small
+JSON-able result. The folder holds ``stage.json`` once the stage has finished:
+its config, a fingerprint of that config, the result and the wall time. A stage
+interrupted half-way keeps its folder, so work that can resume (``mopa train``
+runs) resumes there; a stage whose config changed starts from an empty folder::
+
+    stages = Stages(out / "stages", progress=print)
+    run = stages.run("train_prey", config.to_dict(), lambda folder: train(folder))
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mopa.core.files import write_json
+
+STAGE_FILE = "stage.json"
+STARTED_FILE = "stage_config.json"
+
+
+def fingerprint(config: Any) -> str:
+    """A stable hash of a JSON-able config (key order does not matter)."""
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class Stages:
+    """Runs an experiment's stages, reusing the finished ones.
+
+    Args:
+        root: folder holding one sub-folder per stage; ``None`` keeps stages in a
+            temporary folder removed with this object (nothing is reused).
+        progress: called with one line when a stage starts, is reused or ends.
+    """
+
+    def __init__(
+        self,
+        root: str | Path | None,
+        progress: Callable[[str], None] | None = None,
+    ):
+        self._temporary = None
+        if root is None:
+            self._temporary = tempfile.TemporaryDirectory(prefix="mopa-stages-")
+            root = self._temporary.name
+        self.root = Path(root)
+        self.progress = progress or (lambda line: None)
+        self.timing_s: dict[str, float] = {}
+        """Wall seconds of every stage run or reused so far (as first measured)."""
+        self.reused: list[str] = []
+        """Names of the stages reused rather than run."""
+
+    def folder(self, name: str) -> Path:
+        """The folder of stage ``name``."""
+        if not name or "/" in name or name.startswith("."):
+            raise ValueError(f"bad stage name {name!r}")
+        return self.root / name
+
+    def run(
+        self, name: str, config: Any, fn: Callable[[Path], Any], *, force: bool = False
+    ) -> Any:
+        """Result of stage ``name``: stored if it finished with this ``config``,
+        otherwise ``fn(folder)``, stored.
+
+        Args:
+            config: JSON-able description of everything the stage's result
+                depends on (including the results of earlier stages it reads).
+            fn: does the work in ``folder`` and returns a JSON-able result.
+            force: redo the stage even if it finished with this config.
+        """
+        folder = self.folder(name)
+        key = fingerprint(config)
+        done = _read(folder / STAGE_FILE)
+        if not force and done is not None and done.get("fingerprint") == key:
+            self.reused.append(name)
+            self.timing_s[name] = float(done.get("wall_s", 0.0))
+            self.progress(f"[{name}] reused (finished earlier with this config)")
+            return done["result"]
+        started = _read(folder / STARTED_FILE)
+        if folder.exists() and (
+            force
+            or done is not None
+            or started is None
+            or started["fingerprint"] != key
+        ):
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        write_json(folder / STARTED_FILE, {"fingerprint": key, "config": config})
+        self.progress(f"[{name}] running")
+        tick = time.perf_counter()
+        result = fn(folder)
+        wall = time.perf_counter() - tick
+        write_json(
+            folder / STAGE_FILE,
+            {"fingerprint": key, "config": config, "result": result, "wall_s": wall},
+        )
+        self.timing_s[name] = wall
+        self.progress(f"[{name}] done in {wall:.1f} s")
+        return result
+
+
+def _read(path: Path) -> dict | None:
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and "fingerprint" in data else None

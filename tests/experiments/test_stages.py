@@ -1,0 +1,124 @@
+"""Experiment stages: reused when their config is unchanged, redone when it
+changed, resumed in place when interrupted, and reused through the runner."""
+
+import dataclasses
+import json
+
+import pytest
+
+from mopa.cli.main import main
+from mopa.experiments import register_experiment
+from mopa.experiments.stages import STAGE_FILE, Stages, fingerprint
+
+
+def test_fingerprint_ignores_key_order_and_sees_values():
+    assert fingerprint({"a": 1, "b": [2, 3]}) == fingerprint({"b": [2, 3], "a": 1})
+    assert fingerprint({"a": 1}) != fingerprint({"a": 2})
+
+
+def test_finished_stage_is_reused_and_changed_config_redone(tmp_path):
+    calls = []
+
+    def work(folder):
+        calls.append(folder)
+        (folder / "model.txt").write_text(f"run {len(calls)}")
+        return {"value": len(calls)}
+
+    stages = Stages(tmp_path)
+    assert stages.run("train", {"lr": 1}, work) == {"value": 1}
+    again = Stages(tmp_path)
+    assert again.run("train", {"lr": 1}, work) == {"value": 1}
+    assert len(calls) == 1 and again.reused == ["train"]
+    assert again.timing_s["train"] == stages.timing_s["train"]
+    # A changed config redoes the stage in an emptied folder.
+    (tmp_path / "train" / "stale.txt").write_text("old")
+    assert Stages(tmp_path).run("train", {"lr": 2}, work) == {"value": 2}
+    assert not (tmp_path / "train" / "stale.txt").exists()
+    assert (tmp_path / "train" / "model.txt").read_text() == "run 2"
+    stored = json.loads((tmp_path / "train" / STAGE_FILE).read_text())
+    assert stored["config"] == {"lr": 2} and stored["result"] == {"value": 2}
+    # force redoes it even with the same config.
+    assert Stages(tmp_path).run("train", {"lr": 2}, work, force=True) == {"value": 3}
+
+
+def test_interrupted_stage_keeps_its_folder_to_resume(tmp_path):
+    def crash(folder):
+        (folder / "partial.txt").write_text("half")
+        raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError):
+        Stages(tmp_path).run("train", {"lr": 1}, crash)
+    seen = []
+    result = Stages(tmp_path).run(
+        "train",
+        {"lr": 1},
+        lambda folder: seen.append((folder / "partial.txt").read_text()) or 7,
+    )
+    assert result == 7 and seen == ["half"]
+    # ...but an interrupted stage of another config starts afresh.
+    with pytest.raises(RuntimeError):
+        Stages(tmp_path).run("other", {"lr": 1}, crash)
+    assert Stages(tmp_path).run(
+        "other", {"lr": 9}, lambda folder: sorted(p.name for p in folder.iterdir())
+    ) == ["stage_config.json"]
+
+
+def test_bad_stage_name():
+    with pytest.raises(ValueError, match="stage name"):
+        Stages(None).run("../x", {}, lambda folder: 0)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TwoStageConfig:
+    scale: int = 2
+
+
+_CALLS = []
+
+
+def two_stages(config, seeds, progress, stages):
+    data = stages.run(
+        "data", {"n": 3}, lambda folder: _CALLS.append("data") or [1, 2, 3]
+    )
+    total = stages.run(
+        "fit",
+        {"scale": config.scale, "data": data},
+        lambda folder: _CALLS.append("fit") or config.scale * sum(data),
+    )
+    return {"total": total, "reused": list(stages.reused)}
+
+
+register_experiment(
+    "test-stages",
+    two_stages,
+    {"quick": TwoStageConfig(scale=1), "default": TwoStageConfig()},
+    "default",
+    markdown_fn=lambda results: f"| total |\n|---|\n| {results['total']} |\n",
+)
+
+
+def test_runner_reuses_stages_between_runs(tmp_path, capsys):
+    _CALLS.clear()
+    assert main(["experiment", "test-stages", "--out", str(tmp_path)]) == 0
+    first = json.loads((tmp_path / "results.json").read_text())
+    assert first == {"total": 12, "reused": []} and _CALLS == ["data", "fit"]
+    assert (tmp_path / "results.md").read_text().endswith("| 12 |\n")
+    assert main(["experiment", "test-stages", "--out", str(tmp_path)]) == 0
+    assert json.loads((tmp_path / "results.json").read_text())["reused"] == [
+        "data",
+        "fit",
+    ]
+    assert _CALLS == ["data", "fit"]
+    # Another profile into the same folder redoes only the stage whose config changed.
+    assert (
+        main(
+            ["experiment", "test-stages", "--profile", "quick", "--out", str(tmp_path)]
+        )
+        == 0
+    )
+    assert json.loads((tmp_path / "results.json").read_text()) == {
+        "total": 6,
+        "reused": ["data"],
+    }
+    assert _CALLS == ["data", "fit", "fit"]
+    assert "reused" in capsys.readouterr().out
