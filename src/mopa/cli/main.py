@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from mopa.cli import bench, envs, experiment, pola, train
+from mopa.cli import bench, envs, experiment, pola, tournament, train
 from mopa.errors import MopaError
 
 
@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_parser(commands)
     experiment.add_parser(commands)
     pola.add_parsers(commands)
+    tournament.add_parser(commands)
     return parser
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -32,35 +32,58 @@ POLICY_FILE = "checkpoint.msgpack"
 STATE_FILE = "train_state.msgpack"
 
 
-def _write_msgpack(path: str | Path, data: dict[str, Any]) -> Path:
+def write_msgpack(path: str | Path, data: dict[str, Any]) -> Path:
+    """Write ``data`` (strings, numbers, arrays, nested maps) as msgpack,
+    atomically."""
     payload = serialization.msgpack_serialize(data)
     return atomic_write(path, lambda file: file.write(payload))
 
 
-def _read_msgpack(path: str | Path, expected_format: str) -> dict[str, Any]:
+def check_header(
+    path: Path, header: Any, expected_format: str, version: int = FORMAT_VERSION
+) -> None:
+    """Raise :class:`CheckpointError` unless ``header`` is a map naming
+    ``expected_format`` and ``version``."""
+    if not isinstance(header, dict) or header.get("format") != expected_format:
+        found = header.get("format") if isinstance(header, dict) else None
+        raise CheckpointError(
+            f"{path} is not a {expected_format} file (format {found!r})"
+        )
+    if header.get("version") != version:
+        raise CheckpointError(
+            f"{path} has format version {header.get('version')!r}; "
+            f"this mopa reads version {version}"
+        )
+
+
+def read_msgpack(
+    path: str | Path,
+    expected_format: str,
+    version: int = FORMAT_VERSION,
+    noun: str = "checkpoint",
+) -> dict[str, Any]:
+    """Read a msgpack map written by :func:`write_msgpack` and check its
+    ``format`` and ``version`` entries. Never executes code.
+
+    Args:
+        noun: what the file is, for error messages (``"checkpoint"``, ...).
+
+    Raises:
+        CheckpointError: missing or unreadable file, or another format or version.
+    """
     path = Path(path)
     if not path.is_file():
-        raise CheckpointError(f"no checkpoint at {path}")
+        raise CheckpointError(f"no {noun} at {path}")
     try:
         data = serialization.msgpack_restore(path.read_bytes())
     except Exception as error:  # msgpack raises many types on corrupt input
         raise CheckpointError(
-            f"{path} is not a readable mopa checkpoint ({type(error).__name__})"
+            f"{path} is not a readable mopa {noun} ({type(error).__name__})"
         ) from None
-    if not isinstance(data, dict) or data.get("format") != expected_format:
-        found = data.get("format") if isinstance(data, dict) else None
-        raise CheckpointError(
-            f"{path} is not a {expected_format} file (format {found!r})"
-        )
-    if data.get("version") != FORMAT_VERSION:
-        raise CheckpointError(
-            f"{path} has format version {data.get('version')!r}; "
-            f"this mopa reads version {FORMAT_VERSION}"
-        )
+    check_header(path, data, expected_format, version)
     return data
 
 
-# -- policy checkpoints --------------------------------------------------------------
 def write_policy_checkpoint(
     path: str | Path,
     *,
@@ -92,39 +115,72 @@ def write_policy_checkpoint(
             for name, (spec, params) in teams.items()
         },
     }
-    return _write_msgpack(path, data)
+    return write_msgpack(path, data)
 
 
-def read_policy_checkpoint(path: str | Path, team: str | None = None, seed: int = 0):
-    """Load one team's :class:`~mopa.policy.Policy` (see :func:`mopa.load_policy`)."""
-    from mopa.policy import Policy, PolicySpec
+class PolicyFile(NamedTuple):
+    """A policy checkpoint as read: every learning team's spec and parameters."""
+
+    algo: str
+    env: str
+    env_overrides: dict[str, Any]
+    teams: dict[str, tuple[Any, Any]]
+    """``{team name: (PolicySpec, params with a leading seed axis [S, ...])}``."""
+    num_seeds: int
+
+
+def read_policy_file(path: str | Path) -> PolicyFile:
+    """Read a policy checkpoint (or the one in a run folder) whole.
+
+    Raises:
+        CheckpointError: the file is missing, corrupt, not a policy checkpoint, or
+            holds no team policies.
+    """
+    from mopa.policy import PolicySpec
 
     path = Path(path)
     if path.is_dir():
         path = path / POLICY_FILE
-    data = _read_msgpack(path, POLICY_FORMAT)
-    teams = data.get("teams") or {}
-    if not teams:
+    data = read_msgpack(path, POLICY_FORMAT)
+    entries = data.get("teams") or {}
+    if not entries:
         raise CheckpointError(f"{path} holds no team policies")
-    name = next(iter(teams)) if team is None else team
-    if name not in teams:
-        raise InvalidParameterError(
-            f"team {name!r} is not in {path}; it holds {sorted(teams)}"
-        )
+    teams = {}
     try:
-        spec = PolicySpec.from_dict(json.loads(teams[name]["spec"]))
-        stacked = teams[name]["params"]
+        overrides = json.loads(data["env_overrides"])
+        for name, entry in entries.items():
+            spec = PolicySpec.from_dict(json.loads(entry["spec"]))
+            teams[name] = (spec, jax.tree.map(jnp.asarray, entry["params"]))
+        algo, env = str(data["algo"]), str(data["env"])
     except (KeyError, TypeError, ValueError) as error:
         raise CheckpointError(f"{path}: damaged policy entry ({error})") from None
-    leaves = jax.tree.leaves(stacked)
+    leaves = jax.tree.leaves(next(iter(teams.values()))[1])
     num_seeds = int(leaves[0].shape[0]) if leaves else 1
-    if not 0 <= seed < num_seeds:
+    return PolicyFile(algo, env, overrides, teams, num_seeds)
+
+
+def read_policy_checkpoint(path: str | Path, team: str | None = None, seed: int = 0):
+    """Load one team's :class:`~mopa.policy.Policy` (see :func:`mopa.load_policy`)."""
+    from mopa.policy import Policy
+
+    policy_file = read_policy_file(path)
+    name = next(iter(policy_file.teams)) if team is None else team
+    if name not in policy_file.teams:
         raise InvalidParameterError(
-            f"seed must be in [0, {num_seeds - 1}] for {path}, got {seed}"
+            f"team {name!r} is not in {path}; it holds {sorted(policy_file.teams)}"
         )
-    params = jax.tree.map(lambda x: jnp.asarray(x[seed]), stacked)
+    if not 0 <= seed < policy_file.num_seeds:
+        raise InvalidParameterError(
+            f"seed must be in [0, {policy_file.num_seeds - 1}] for {path}, got {seed}"
+        )
+    spec, stacked = policy_file.teams[name]
+    params = jax.tree.map(lambda x: x[seed], stacked)
     return Policy(
-        spec=spec, params=params, team=name, env=data["env"], algo=data["algo"]
+        spec=spec,
+        params=params,
+        team=name,
+        env=policy_file.env,
+        algo=policy_file.algo,
     )
 
 
@@ -152,7 +208,7 @@ def write_train_state(
         "chunk": int(chunk),
         "leaves": arrays,
     }
-    return _write_msgpack(path, data)
+    return write_msgpack(path, data)
 
 
 def read_train_state(
@@ -171,7 +227,7 @@ def read_train_state(
         CheckpointError: corrupt file, another algorithm, another config, or leaves
             that do not fit ``template``.
     """
-    data = _read_msgpack(path, STATE_FORMAT)
+    data = read_msgpack(path, STATE_FORMAT)
     if data.get("algo") != algo:
         raise CheckpointError(
             f"{path} is a checkpoint of algorithm {data.get('algo')!r}, not {algo!r}"

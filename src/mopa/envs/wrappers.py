@@ -169,9 +169,7 @@ class EpisodeStats(Wrapper):
             ),
             returned_episode_length=keep(length, state.returned_episode_length),
             episode_sums={k: v * (1 - done) for k, v in sums.items()},
-            returned_episode_sums=jax.tree.map(
-                keep, sums, state.returned_episode_sums
-            ),
+            returned_episode_sums=jax.tree.map(keep, sums, state.returned_episode_sums),
         )
         info = {
             **info,

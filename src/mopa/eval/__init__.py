@@ -1,5 +1,27 @@
-"""Evaluation: play policies against each other and measure them."""
+"""Evaluation: play players against each other and measure them."""
 
-from mopa.eval.evaluate import evaluate
+from mopa.eval.evaluate import (
+    EpisodeTotals,
+    episode_horizon,
+    evaluate,
+    play_episode,
+    play_episodes,
+)
+from mopa.eval.tournament import (
+    TournamentEntry,
+    TournamentResult,
+    cell_keys,
+    play_tournament,
+)
 
-__all__ = ["evaluate"]
+__all__ = [
+    "EpisodeTotals",
+    "episode_horizon",
+    "TournamentEntry",
+    "TournamentResult",
+    "cell_keys",
+    "evaluate",
+    "play_episode",
+    "play_episodes",
+    "play_tournament",
+]

@@ -1,7 +1,9 @@
-"""Play teams' policies against each other and measure them.
+"""Play players against each other and measure them.
 
-:func:`evaluate` plays ``num_episodes`` independent episodes in parallel (one
-jitted ``vmap`` over episodes of a ``lax.scan`` over steps) and reports, per team,
+:func:`play_episode` plays one episode of one player per team (a ``lax.scan`` over
+steps) and returns its totals; :func:`play_episodes` is its jitted ``vmap`` over
+episode keys, and the tournament (:mod:`mopa.eval.tournament`) ``vmap``-s it over
+more axes. :func:`evaluate` wraps trained policies as players and reports, per team,
 the mean episode return (averaged over the team's agents) with a 95% confidence
 interval over episodes, and every scalar the game totals per episode (such as
 ``captures``).
@@ -10,74 +12,122 @@ interval over episodes, and every scalar the game totals per episode (such as
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from mopa.envs.base import Env, episode_sum_keys
-from mopa.policy import PolicySpec, initial_carry, make_act_fn
+from mopa.errors import InvalidParameterError
+from mopa.players import Player, PolicyPlayer, initial_player_carry
+from mopa.policy import PolicySpec
 
 
-def _horizon(params: Any, horizon: int | None) -> int:
-    if horizon is not None:
-        return int(horizon)
-    if hasattr(params, "max_steps"):
-        return int(params.max_steps)
-    raise ValueError("give horizon: the game's params have no max_steps")
+class EpisodeTotals(NamedTuple):
+    """What one episode adds up to (leading axes where episodes are batched)."""
+
+    returns: jax.Array
+    """``[T]`` each team's return, averaged over the team's agents."""
+    sums: dict[str, jax.Array]
+    """``{key: []}`` every scalar of :func:`~mopa.envs.base.episode_sum_keys`
+    (such as ``captures``), summed over the episode."""
 
 
-@functools.partial(jax.jit, static_argnums=(0, 2, 5, 6))
-def _play(env, params, specs, team_params, keys, horizon, greedy):
-    acts = [make_act_fn(spec) for spec in specs]
-    sum_keys = episode_sum_keys(env, params)
+def episode_horizon(params: Any, horizon: int | None = None) -> int:
+    """Steps per episode: ``horizon``, or else the game's ``params.max_steps``.
 
-    def episode(key):
-        key_reset, key_run = jax.random.split(key)
-        obs, state = env.reset(key_reset, params)
-        carries = tuple(initial_carry(spec) for spec in specs)
-        alive = jnp.ones((), bool)
-        totals = {
-            "returns": tuple(jnp.zeros((spec.num_agents,)) for spec in specs),
-            **{k: jnp.zeros(()) for k in sum_keys},
-        }
-
-        def step(carry, key):
-            obs, state, carries, alive, totals, first = carry
-            keys = jax.random.split(key, len(specs) + 1)
-            acted = [
-                act(p, k, o, c, jnp.full((spec.num_agents,), first), greedy)
-                for act, p, k, o, c, spec in zip(
-                    acts, team_params, keys[1:], obs, carries, specs, strict=True
-                )
-            ]
-            actions = tuple(a for a, _ in acted)
-            carries = tuple(c for _, c in acted)
-            obs, state, rewards, terminated, truncated, info = env.step(
-                keys[0], state, actions, params
+    Raises:
+        InvalidParameterError: neither is there, or ``horizon < 1``.
+    """
+    if horizon is None:
+        if not hasattr(params, "max_steps"):
+            raise InvalidParameterError(
+                "give horizon: the game's params have no max_steps"
             )
-            live = alive.astype(jnp.float32)
-            totals = {
-                "returns": tuple(
-                    t + live * r
-                    for t, r in zip(totals["returns"], rewards, strict=True)
-                ),
-                **{
-                    k: totals[k] + live * jnp.asarray(info[k], jnp.float32)
-                    for k in sum_keys
-                },
-            }
-            alive = alive & ~(terminated | truncated)
-            return (obs, state, carries, alive, totals, jnp.zeros((), bool)), None
+        horizon = params.max_steps
+    horizon = int(horizon)
+    if horizon < 1:
+        raise InvalidParameterError(f"horizon must be >= 1, got {horizon}")
+    return horizon
 
-        init = (obs, state, carries, alive, totals, jnp.ones((), bool))
-        (_, _, _, _, totals, _), _ = jax.lax.scan(
-            step, init, jax.random.split(key_run, horizon)
+
+def play_episode(
+    env: Env,
+    params: Any,
+    players: tuple[Player, ...],
+    player_params: tuple[Any, ...],
+    key: jax.Array,
+    horizon: int,
+) -> EpisodeTotals:
+    """Play one episode of ``players`` (one per team, in ``env.team_names`` order).
+
+    Every step splits its key into one for the game and one per team; each player
+    acts on the game's true state, its team's observations ``[A, D]``, its carry
+    ``[A, H]`` and ``reset [A]`` (true on the first step). Rewards after the game
+    ends (terminated or truncated) are not counted.
+
+    Args:
+        env, params: the game and its parameters.
+        players: one :class:`~mopa.players.Player` per team (static).
+        player_params: each player's ``params`` (one seed: no seed axis).
+        key: the episode's key ``[]``.
+        horizon: steps played (static), e.g. :func:`episode_horizon`.
+
+    Returns:
+        The episode's :class:`EpisodeTotals` (``returns [T]``, ``sums {key: []}``).
+    """
+    sum_keys = episode_sum_keys(env, params)
+    key_reset, key_run = jax.random.split(key)
+    obs, state = env.reset(key_reset, params)
+    carries = tuple(initial_player_carry(player) for player in players)
+    returns = tuple(jnp.zeros((player.num_agents,)) for player in players)
+    sums = {k: jnp.zeros(()) for k in sum_keys}
+
+    def step(carry, key):
+        obs, state, carries, alive, returns, sums, first = carry
+        keys = jax.random.split(key, len(players) + 1)
+        acted = [
+            player.act(p, k, state, o, c, jnp.full((player.num_agents,), first))
+            for player, p, k, o, c in zip(
+                players, player_params, keys[1:], obs, carries, strict=True
+            )
+        ]
+        actions = tuple(a for a, _ in acted)
+        carries = tuple(c for _, c in acted)
+        obs, state, rewards, terminated, truncated, info = env.step(
+            keys[0], state, actions, params
         )
-        return totals
+        live = alive.astype(jnp.float32)
+        returns = tuple(t + live * r for t, r in zip(returns, rewards, strict=True))
+        sums = {k: sums[k] + live * jnp.asarray(info[k], jnp.float32) for k in sums}
+        alive = alive & ~(terminated | truncated)
+        return (obs, state, carries, alive, returns, sums, jnp.zeros((), bool)), None
 
-    return jax.vmap(episode)(keys)
+    init = (obs, state, carries, jnp.ones((), bool), returns, sums, jnp.ones((), bool))
+    (_, _, _, _, returns, sums, _), _ = jax.lax.scan(
+        step, init, jax.random.split(key_run, horizon)
+    )
+    return EpisodeTotals(jnp.stack([r.mean() for r in returns]), sums)
+
+
+@functools.partial(jax.jit, static_argnames=("env", "players", "horizon"))
+def play_episodes(
+    env: Env,
+    params: Any,
+    players: tuple[Player, ...],
+    player_params: tuple[Any, ...],
+    keys: jax.Array,
+    horizon: int,
+) -> EpisodeTotals:
+    """:func:`play_episode` for every key of ``keys [N]``, in parallel (jitted).
+
+    Returns:
+        :class:`EpisodeTotals` with ``returns [N, T]`` and ``sums {key: [N]}``.
+    """
+    return jax.vmap(
+        lambda key: play_episode(env, params, players, player_params, key, horizon)
+    )(keys)
 
 
 def evaluate(
@@ -101,18 +151,18 @@ def evaluate(
         ``{"return/<team>": {"mean", "ci95", "per_episode"}, "<key>_per_episode":
         {...}}`` with ``ci95 = 1.96 x std / sqrt(n)``.
     """
-    specs = tuple(spec for spec, _ in policies)
-    team_params = tuple(p for _, p in policies)
+    players = tuple(PolicyPlayer(spec, greedy) for spec, _ in policies)
+    player_params = tuple(p for _, p in policies)
     keys = jax.random.split(key, num_episodes)
-    totals = _play(
-        env, params, specs, team_params, keys, _horizon(params, horizon), greedy
+    totals = play_episodes(
+        env, params, players, player_params, keys, episode_horizon(params, horizon)
     )
+    returns = np.asarray(totals.returns)
     out: dict[str, Any] = {}
-    for name, returns in zip(env.team_names, totals["returns"], strict=True):
-        out[f"return/{name}"] = _stats(np.asarray(returns).mean(-1))
-    for k in episode_sum_keys(env, params):
-        if k in totals:
-            out[f"{k}_per_episode"] = _stats(np.asarray(totals[k]))
+    for t, name in enumerate(env.team_names):
+        out[f"return/{name}"] = _stats(returns[:, t])
+    for k, values in totals.sums.items():
+        out[f"{k}_per_episode"] = _stats(np.asarray(values))
     return out
 
 
