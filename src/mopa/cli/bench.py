@@ -50,6 +50,101 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     env.set_defaults(run=run_env)
     bench_train.add_parser(kinds)
+    _add_planner_parser(kinds)
+
+
+def _add_planner_parser(kinds: argparse._SubParsersAction) -> None:
+    planner = kinds.add_parser(
+        "planner",
+        help="Monte-Carlo lookahead decisions per second for 3 predators on tag, "
+        "against the greedy policy and the bare game in the same run",
+    )
+    planner.add_argument("--json", type=Path, help="also write the rows to this path")
+    planner.add_argument(
+        "--modes",
+        nargs="+",
+        default=["per_agent", "joint"],
+        help="planner modes (default: per_agent joint)",
+    )
+    planner.add_argument(
+        "--batch", type=int, default=100, help="games in parallel (default 100)"
+    )
+    planner.add_argument(
+        "--rollouts", type=int, default=5, help="rollouts per candidate (default 5)"
+    )
+    planner.add_argument(
+        "--horizon", type=int, default=3, help="steps per rollout (default 3)"
+    )
+    planner.add_argument(
+        "--hidden",
+        nargs="+",
+        type=int,
+        default=[128, 128],
+        help="Q-network hidden widths (default 128 128)",
+    )
+    planner.add_argument(
+        "--repeats", type=int, default=5, help="timed repetitions (median)"
+    )
+    planner.set_defaults(run=run_planner)
+
+
+def run_planner(args: argparse.Namespace) -> int:
+    from mopa.bench.planner_speed import bench_planner
+    from mopa.planning import MODES
+
+    unknown = [mode for mode in args.modes if mode not in MODES]
+    if unknown:
+        raise UnknownNameError(
+            f"unknown planner mode {unknown[0]!r}; choose from {', '.join(MODES)}"
+        )
+    for name, value in (
+        ("--batch", args.batch),
+        ("--rollouts", args.rollouts),
+        ("--horizon", args.horizon),
+        ("--repeats", args.repeats),
+    ):
+        if value < 1:
+            raise InvalidParameterError(f"{name} must be >= 1, got {value}")
+    if any(h < 1 for h in args.hidden):
+        raise InvalidParameterError(f"--hidden must all be >= 1, got {args.hidden}")
+    print(
+        f"{'mode':9s} {'batch':>5s} {'cands':>5s} {'decisions/s':>12s} "
+        f"{'greedy/s':>10s} {'slowdown':>8s} {'imagined/s':>11s} {'env/s':>11s} "
+        f"{'sim_frac':>8s}"
+    )
+
+    def show(row):
+        print(
+            f"{row['mode']:9s} {row['batch']:5d} {row['candidates']:5d} "
+            f"{row['decisions_per_s']:12,.0f} {row['greedy_decisions_per_s']:10,.0f} "
+            f"{row['planner_slowdown']:8.0f} {row['imagined_steps_per_s']:11,.0f} "
+            f"{row['env_steps_per_s']:11,.0f} {row['sim_fraction']:8.2f}",
+            flush=True,
+        )
+
+    config = {
+        "modes": list(args.modes),
+        "batch": args.batch,
+        "num_rollouts": args.rollouts,
+        "horizon": args.horizon,
+        "hidden": list(args.hidden),
+        "repeats": args.repeats,
+    }
+    rows = bench_planner(
+        modes=tuple(args.modes),
+        batch=args.batch,
+        num_rollouts=args.rollouts,
+        horizon=args.horizon,
+        hidden=tuple(args.hidden),
+        repeats=args.repeats,
+        progress=show,
+    )
+    if args.json:
+        write_json(args.json, rows)
+        meta = run_metadata({"command": "bench planner", **config})
+        write_json(args.json.with_name(args.json.stem + ".meta.json"), meta)
+        print(f"wrote {args.json}")
+    return 0
 
 
 def run_env(args: argparse.Namespace) -> int:

@@ -1,0 +1,45 @@
+"""Planning (Part 2): Monte-Carlo lookahead over the true simulator with a sampled
+opponent model, as a :class:`~mopa.players.Player`.
+
+>>> from mopa.planning import LookaheadConfig
+>>> LookaheadConfig(num_rollouts=8, horizon=5, mode="joint").gamma
+0.95
+"""
+
+from mopa.planning.lookahead import (
+    MODES,
+    LeafFn,
+    LookaheadConfig,
+    LookaheadParams,
+    LookaheadPlayer,
+    Plan,
+    RewardFn,
+    joint_actions,
+)
+from mopa.planning.opponents import (
+    FunctionOpponentModel,
+    IntentConditionedModel,
+    IntentModelParams,
+    OpponentHeadModel,
+    OpponentModel,
+    PolicyOpponentModel,
+    greedy_logits,
+)
+
+__all__ = [
+    "MODES",
+    "FunctionOpponentModel",
+    "IntentConditionedModel",
+    "IntentModelParams",
+    "LeafFn",
+    "LookaheadConfig",
+    "LookaheadParams",
+    "LookaheadPlayer",
+    "OpponentHeadModel",
+    "OpponentModel",
+    "Plan",
+    "PolicyOpponentModel",
+    "RewardFn",
+    "greedy_logits",
+    "joint_actions",
+]

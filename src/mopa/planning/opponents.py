@@ -1,0 +1,285 @@
+"""Opponent models for planners: any function from observations to a distribution
+over the opponents' next actions, with an optional latent drawn once per rollout.
+
+A planner asks a model two things::
+
+    latent = model.sample_latent(params, key)           # once per rollout
+    logits = model.logits(params, latent, obs)          # [O, num_actions], each step
+
+``obs`` is every team's observations (a tuple, ``env.observe(state, env_params)``
+inside rollouts), so a model reads whichever team it was built on: the planning
+team's own observations for an opponent-action head, the opponent's observations
+for the opponent's own policy. ``O`` is the number of opponent agents (every agent
+not in the planning team, teams in order). The latent is how a strategy-conditioned
+opponent keeps one strategy for a whole imagined rollout (Exp 6 draws an intent from
+the belief per rollout); models without one return an empty array. Models are small
+hashable descriptions (static under ``jit``); their numbers travel in ``params``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from mopa.envs.base import TeamArrays
+from mopa.errors import InvalidParameterError
+from mopa.policy import PolicySpec, agent_inputs
+
+NO_LATENT_SHAPE = (0,)
+
+
+def _no_latent() -> jax.Array:
+    return jnp.zeros(NO_LATENT_SHAPE, jnp.float32)
+
+
+class OpponentModel(Protocol):
+    """What a planner needs of an opponent model; see the module docstring."""
+
+    @property
+    def num_opponents(self) -> int:
+        """Rows of :meth:`logits` (``O``, every agent outside the planning team)."""
+        ...
+
+    @property
+    def num_actions(self) -> int:
+        """Columns of :meth:`logits`."""
+        ...
+
+    def sample_latent(self, params: Any, key: jax.Array) -> Any:
+        """A latent (any pytree of arrays) drawn once per rollout."""
+        ...
+
+    def logits(self, params: Any, latent: Any, obs: TeamArrays) -> jax.Array:
+        """``[O, num_actions]`` unnormalised log-probabilities of each opponent's
+        next action given every team's observations ``obs``."""
+        ...
+
+
+def greedy_logits(values: jax.Array) -> jax.Array:
+    """Logits of the one-hot distribution on ``argmax(values)`` (ties to the lowest
+    index): 0 there and ``-inf`` elsewhere. ``values [..., n] -> [..., n]``."""
+    best = jax.nn.one_hot(jnp.argmax(values, -1), values.shape[-1], dtype=bool)
+    return jnp.where(best, 0.0, -jnp.inf)
+
+
+@dataclasses.dataclass(frozen=True)
+class OpponentHeadModel:
+    """The opponent-action head of an OA-IQL Q-network (Exp 3) as an opponent model.
+
+    The head sits on the *planning team's* network: each planning agent predicts
+    every opponent's next action from its own observation (as OA-IQL trains it, on
+    the same agent inputs as the Q-values). The team's prediction is the mixture of
+    its agents' predictions, ``log(mean_i softmax(head_i))``, or one agent's alone
+    when ``agent`` is given. ``params`` are that network's weights (the planning
+    team's own weights). No latent.
+
+    A planner whose own network is this head's network (same spec and team) and
+    whose ``opponent_params`` are ``()`` reads the head from its own weights, in the
+    same forward pass as its Q-values (one trunk evaluation per imagined step
+    instead of two).
+    """
+
+    spec: PolicySpec
+    """The planning team's Q-network spec (``kind="q"``, ``num_opponents > 0``)."""
+    team: int
+    """Index of the planning team (whose observations the head reads)."""
+    agent: int | None = None
+    """Use this agent's prediction alone; ``None`` averages the team's."""
+
+    def __post_init__(self):
+        if self.spec.kind != "q":
+            raise InvalidParameterError(
+                f"spec: the opponent head model needs a feed-forward Q-network "
+                f"(kind 'q'), got kind {self.spec.kind!r}"
+            )
+        if self.spec.num_opponents < 1 or self.spec.opponent_actions < 1:
+            raise InvalidParameterError(
+                "spec: the policy has no opponent head (num_opponents and "
+                "opponent_actions must be >= 1; train with oa_iql)"
+            )
+        if self.agent is not None and not 0 <= self.agent < self.spec.num_agents:
+            raise InvalidParameterError(
+                f"agent must be in [0, {self.spec.num_agents}), got {self.agent}"
+            )
+
+    @property
+    def num_opponents(self) -> int:
+        return self.spec.num_opponents
+
+    @property
+    def num_actions(self) -> int:
+        return self.spec.opponent_actions
+
+    def sample_latent(self, params: Any, key: jax.Array) -> jax.Array:
+        del params, key
+        return _no_latent()
+
+    def logits(self, params: Any, latent: Any, obs: TeamArrays) -> jax.Array:
+        del latent
+        x = agent_inputs(self.spec, obs[self.team])  # [A, I]
+        _, head = self.spec.module().apply(params, x)  # [A, O, n]
+        return self.head_logits(head)
+
+    def head_logits(self, head: jax.Array) -> jax.Array:
+        """``[O, n]`` team prediction from the head's per-agent output
+        ``[A, O, n]`` (what :meth:`logits` returns for that output)."""
+        log_probs = jax.nn.log_softmax(head, -1)
+        if self.agent is not None:
+            return log_probs[self.agent]
+        # log of the mean probability over the team's agents (a mixture).
+        return jax.nn.logsumexp(log_probs, 0) - jnp.log(log_probs.shape[0])
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyOpponentModel:
+    """The opponent team's own policy, on its own observations.
+
+    An actor gives its logits (divided by ``temperature``); a Q-network gives the
+    Boltzmann distribution ``softmax(Q / temperature)``. With ``greedy`` both give
+    the one-hot distribution on their argmax. ``params`` are the opponent policy's
+    weights. No latent. Recurrent policies are refused: a planner does not know the
+    opponent's hidden state.
+    """
+
+    spec: PolicySpec
+    """The opponent team's policy spec (``q``, ``actor`` or ``random``)."""
+    team: int
+    """Index of the opponent team in the game."""
+    temperature: float = 1.0
+    """Divides the logits or Q-values (lower is greedier)."""
+    greedy: bool = False
+    """Put all probability on the policy's argmax action."""
+
+    def __post_init__(self):
+        if self.spec.kind == "rnn_q":
+            raise InvalidParameterError(
+                "spec: recurrent opponent policies (kind 'rnn_q') are not supported "
+                "as opponent models; the planner cannot know the opponent's carry"
+            )
+        if not self.temperature > 0:
+            raise InvalidParameterError(
+                f"temperature must be > 0, got {self.temperature}"
+            )
+
+    @property
+    def num_opponents(self) -> int:
+        return self.spec.num_agents
+
+    @property
+    def num_actions(self) -> int:
+        return self.spec.num_actions
+
+    def sample_latent(self, params: Any, key: jax.Array) -> jax.Array:
+        del params, key
+        return _no_latent()
+
+    def logits(self, params: Any, latent: Any, obs: TeamArrays) -> jax.Array:
+        del latent
+        own = obs[self.team]  # [O, D]
+        if self.spec.kind == "random":
+            return jnp.zeros((*own.shape[:-1], self.spec.num_actions))
+        x = agent_inputs(self.spec, own)
+        values = self.spec.module().apply(params, x)
+        if self.spec.kind == "q":
+            values = values[0]
+        if self.greedy:
+            return greedy_logits(values)
+        return values / self.temperature
+
+
+@struct.dataclass
+class IntentModelParams:
+    """Numbers of an :class:`IntentConditionedModel`."""
+
+    policy_params: Any
+    """The opponent policy's weights."""
+    belief: jax.Array
+    """``[K]`` probabilities of each intent (may change every step)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class IntentConditionedModel:
+    """A strategy-conditioned opponent policy under an intent drawn from a belief
+    (Exp 6, the ``tag_intent`` game).
+
+    Once per rollout an intent ``k ~ Categorical(belief)`` is drawn; at every step
+    the last ``num_intents`` entries of the opponent's observation (its intent
+    one-hot) are replaced by ``onehot(k)`` before ``policy`` reads them, so the true
+    intent in the game state never reaches the imagined opponent. ``params`` is an
+    :class:`IntentModelParams`.
+    """
+
+    policy: PolicyOpponentModel
+    """The opponent's policy, trained with its intent in its observation."""
+    num_intents: int
+    """``K``: length of the intent one-hot at the end of the observation."""
+
+    def __post_init__(self):
+        if not 1 <= self.num_intents <= self.policy.spec.obs_size:
+            raise InvalidParameterError(
+                f"num_intents must be in [1, {self.policy.spec.obs_size}], got "
+                f"{self.num_intents}"
+            )
+
+    @property
+    def num_opponents(self) -> int:
+        return self.policy.num_opponents
+
+    @property
+    def num_actions(self) -> int:
+        return self.policy.num_actions
+
+    def sample_latent(self, params: IntentModelParams, key: jax.Array) -> jax.Array:
+        """``[]`` int32 intent drawn from ``params.belief``."""
+        return jax.random.categorical(key, jnp.log(params.belief)).astype(jnp.int32)
+
+    def logits(
+        self, params: IntentModelParams, latent: jax.Array, obs: TeamArrays
+    ) -> jax.Array:
+        own = obs[self.policy.team]  # [O, D]
+        intent = jnp.broadcast_to(
+            jax.nn.one_hot(latent, self.num_intents, dtype=own.dtype),
+            (*own.shape[:-1], self.num_intents),
+        )
+        conditioned = jnp.concatenate([own[..., : -self.num_intents], intent], -1)
+        obs = tuple(
+            conditioned if u == self.policy.team else o for u, o in enumerate(obs)
+        )
+        return self.policy.logits(params.policy_params, (), obs)
+
+
+@dataclasses.dataclass(frozen=True)
+class FunctionOpponentModel:
+    """Any function as an opponent model: ``logits_fn(params, latent, obs) ->
+    [num_opponents, num_actions]``, with an optional ``latent_fn(params, key)``
+    (default: no latent). A scripted opponent, or a mixture of hand-built policies.
+    """
+
+    logits_fn: Callable[[Any, Any, TeamArrays], jax.Array]
+    """``(params, latent, obs) -> [O, num_actions]`` logits."""
+    num_opponents: int
+    """``O``: rows of the logits."""
+    num_actions: int
+    """Columns of the logits."""
+    latent_fn: Callable[[Any, jax.Array], Any] | None = None
+    """``(params, key) -> latent``, drawn once per rollout; ``None``: no latent."""
+
+    def __post_init__(self):
+        for name in ("num_opponents", "num_actions"):
+            if getattr(self, name) < 1:
+                raise InvalidParameterError(
+                    f"{name} must be >= 1, got {getattr(self, name)}"
+                )
+
+    def sample_latent(self, params: Any, key: jax.Array) -> Any:
+        if self.latent_fn is None:
+            return _no_latent()
+        return self.latent_fn(params, key)
+
+    def logits(self, params: Any, latent: Any, obs: TeamArrays) -> jax.Array:
+        return self.logits_fn(params, latent, obs)
