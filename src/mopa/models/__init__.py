@@ -1,5 +1,7 @@
-"""Flax modules only: MLP and GRU trunks, Q, actor and critic heads."""
+"""Flax modules only: MLP and GRU trunks, Q, actor and critic heads, and the
+opponent encoders (VAE, JEPA, classifier)."""
 
+from mopa.models.encoders import JEPA, MLP, VAE, Classifier
 from mopa.models.networks import (
     Actor,
     Critic,
@@ -10,7 +12,11 @@ from mopa.models.networks import (
 )
 
 __all__ = [
+    "JEPA",
+    "MLP",
+    "VAE",
     "Actor",
+    "Classifier",
     "Critic",
     "QNetwork",
     "RecurrentQNetwork",
