@@ -2,9 +2,14 @@
 tests that rebuild the same jitted program (a resumed run, a CLI subprocess) load
 it instead of compiling it again; and JaxMARL imported once up front, because its
 import replaces ``sys.stdout`` and would otherwise swallow the output of whichever
-test first imports it under output capture."""
+test first imports it under output capture. Every test process (and CLI
+subprocess) sees three CPU devices, so training runs of two or three seeds take the
+sharded path the ``mopa`` command takes (see :mod:`mopa.core.devices`)."""
 
 import importlib.util
+import os
+
+os.environ.setdefault("JAX_NUM_CPU_DEVICES", "3")
 
 import jax
 import pytest

@@ -259,3 +259,37 @@ def test_every_preset_is_a_valid_config():
     )
     assert preset("exp1_oa_iql_rnn").rnn and preset("exp1_oa_iql_rnn").num_seeds == 1
     assert preset("exp6_mappo_belief").env == "tag_intent"
+
+
+def test_seeds_sharded_over_devices_compute_what_one_device_computes(uninterrupted):
+    """The test session exposes 3 CPU devices, so the run of 2 seeds above was
+    sharded over 2 of them; the same chunks on one device give the same numbers."""
+    from mopa.algos.driver import (
+        chunk_bounds,
+        chunk_length,
+        compile_chunk,
+        seed_devices,
+        seed_sharding,
+    )
+    from mopa.algos.registry import trainer_factory
+    from mopa.algos.trainer import seed_keys
+
+    assert len(jax.devices()) == 3
+    assert [len(seed_devices(n)) for n in (1, 2, 3, 4, 5, 6)] == [1, 2, 3, 2, 1, 3]
+    assert seed_sharding(1) is None and seed_sharding(2) is not None
+    config = IQLConfig(**TINY)
+    trainer = trainer_factory(config)(config, None)
+    carry = jax.jit(jax.vmap(trainer.init))(seed_keys(config))
+    run_chunk = compile_chunk(trainer, chunk_length(config))
+    rows = []
+    for _, count in chunk_bounds(config):
+        carry, chunk = run_chunk(carry, count)
+        rows.append(np.asarray(chunk["loss/predator"])[:, :count])
+    one_device = np.concatenate(rows, 1)
+    np.testing.assert_allclose(
+        uninterrupted.metrics["loss/predator"], one_device, rtol=1e-5, atol=1e-6
+    )
+    sharded = uninterrupted.policies["predator"][1]
+    alone = trainer.policies(carry)["predator"][1]
+    for a, b in zip(jax.tree.leaves(sharded), jax.tree.leaves(alone), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)

@@ -14,6 +14,12 @@ progress and, when given an output folder, writes (each file atomically):
 * ``metrics.npz``: every metric ``[seed, update]``; ``metrics.jsonl``: the same,
   averaged over logging windows, plus one row per chunk with its speed;
 * ``summary.json`` at the end: final metrics per seed and across seeds.
+
+Seeds run on several devices when there are several: the seed axis of the carry is
+sharded over as many devices as divide the seed count (:func:`seed_devices`), so on
+a CPU whose cores XLA exposes as devices (``jax_num_cpu_devices``, which the
+``mopa`` command sets) each seed runs on its own thread. Every seed computes the
+same thing either way; only the placement changes.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from mopa.algos.config import TrainConfig
 from mopa.algos.registry import trainer_factory
@@ -90,9 +97,31 @@ def chunk_bounds(config: TrainConfig) -> list[tuple[int, int]]:
     ]
 
 
-def compile_chunk(trainer: Trainer, length: int) -> Callable:
+def seed_devices(num_seeds: int, devices: list | None = None) -> list:
+    """The devices the seeds of a run are spread over: the most devices (of
+    ``jax.devices()`` by default) that divide ``num_seeds`` evenly."""
+    devices = jax.devices() if devices is None else devices
+    count = max(
+        d for d in range(1, min(num_seeds, len(devices)) + 1) if not num_seeds % d
+    )
+    return list(devices[:count])
+
+
+def seed_sharding(num_seeds: int) -> NamedSharding | None:
+    """Sharding of arrays with a leading seed axis over :func:`seed_devices`;
+    ``None`` when there is one device."""
+    devices = seed_devices(num_seeds)
+    if len(devices) == 1:
+        return None
+    return NamedSharding(Mesh(np.array(devices), ("seed",)), PartitionSpec("seed"))
+
+
+def compile_chunk(
+    trainer: Trainer, length: int, sharding: NamedSharding | None = None
+) -> Callable:
     """``(carry [S], n) -> (carry [S], metrics [S, length])``: ``n <= length``
-    updates per seed; metric rows past ``n`` are NaN."""
+    updates per seed; metric rows past ``n`` are NaN. With ``sharding`` the seed
+    axis of the carry and the metrics stays split over its devices."""
 
     def run(carry, n):
         template = jax.eval_shape(trainer.update, carry)[1]
@@ -110,7 +139,14 @@ def compile_chunk(trainer: Trainer, length: int) -> Callable:
 
         return jax.lax.fori_loop(0, n, body, (carry, rows))
 
-    return jax.jit(jax.vmap(run, in_axes=(0, None)))
+    if sharding is None:
+        return jax.jit(jax.vmap(run, in_axes=(0, None)))
+    replicated = NamedSharding(sharding.mesh, PartitionSpec())
+    return jax.jit(
+        jax.vmap(run, in_axes=(0, None)),
+        in_shardings=(sharding, replicated),
+        out_shardings=sharding,
+    )
 
 
 def run_training(
@@ -152,9 +188,12 @@ def run_training(
         )
     resumed_from = done_chunks
     bounds = chunk_bounds(config)
+    sharding = seed_sharding(config.num_seeds)
+    if sharding is not None:
+        carry = jax.device_put(carry, sharding)
     tick = time.perf_counter()
     run_chunk = (
-        compile_chunk(trainer, chunk_length(config))
+        compile_chunk(trainer, chunk_length(config), sharding)
         .lower(carry, bounds[0][1])
         .compile()
     )

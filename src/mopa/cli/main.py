@@ -34,6 +34,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    from mopa.core.devices import use_cpu_devices
+
+    use_cpu_devices()
     try:
         return args.run(args) or 0
     except MopaError as error:

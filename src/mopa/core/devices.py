@@ -1,0 +1,39 @@
+"""CPU cores as XLA devices, so independent seeds run on separate threads.
+
+XLA runs one computation on one CPU device, and a run's small per-step operations
+leave most of a multi-core CPU idle. Exposing the cores as several CPU devices lets
+the training driver shard the seed axis over them
+(:func:`mopa.algos.driver.seed_sharding`); on a 2-core machine three seeds on
+three devices train about twice as fast as on one. The ``mopa`` command calls
+:func:`use_cpu_devices` before any JAX work; library users can do the same, or set
+``jax_num_cpu_devices`` themselves.
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+
+CPU_DEVICES = 8
+"""CPU devices requested: more than the seeds of any preset, so every seed gets
+its own thread (devices beyond the seed count stay idle)."""
+
+
+def use_cpu_devices(count: int = CPU_DEVICES) -> bool:
+    """Expose ``count`` CPU devices unless the user already chose (the
+    ``JAX_NUM_CPU_DEVICES`` variable or XLA's
+    ``--xla_force_host_platform_device_count`` flag) or JAX has already started.
+
+    Returns:
+        Whether the setting was applied.
+    """
+    if "JAX_NUM_CPU_DEVICES" in os.environ:
+        return False
+    if "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""):
+        return False
+    try:
+        jax.config.update("jax_num_cpu_devices", count)
+    except RuntimeError:  # JAX already ran something: too late to change
+        return False
+    return True
