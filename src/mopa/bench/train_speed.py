@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mopa.algos.driver import run_training
+from mopa.algos.driver import run_training, seed_devices
 from mopa.algos.registry import make_config
 
 TRAIN_BENCHES = (("iql", "tag"), ("mappo", "tag"), ("mappo", "tag_intent"))
@@ -31,7 +31,8 @@ def bench_train(
 
     Returns:
         Rows ``{"algo", "env", "seeds", "steps", "wall_s", "compile_s",
-        "steps_per_s"}``; ``steps`` is per seed (whole updates only).
+        "steps_per_s", "hidden", "devices"}``; ``steps`` is per seed (whole updates
+        only); ``devices`` is how many devices the seeds were spread over.
     """
     rows = []
     for algo, env in runs:
@@ -49,6 +50,7 @@ def bench_train(
             "compile_s": result.compile_s,
             "steps_per_s": seeds * done / result.wall_s,
             "hidden": list(config.hidden),
+            "devices": len(seed_devices(seeds)),
         }
         rows.append(row)
         if progress is not None:

@@ -61,13 +61,14 @@ def run(args: argparse.Namespace) -> int:
         )
     print(
         f"{'algo':6s} {'env':12s} {'seeds':>5s} {'steps':>9s} {'wall_s':>7s} "
-        f"{'compile_s':>9s} {'steps/s':>9s}"
+        f"{'compile_s':>9s} {'steps/s':>9s} {'devices':>7s}"
     )
 
     def show(row):
         print(
             f"{row['algo']:6s} {row['env']:12s} {row['seeds']:5d} {row['steps']:9d} "
-            f"{row['wall_s']:7.1f} {row['compile_s']:9.1f} {row['steps_per_s']:9.0f}",
+            f"{row['wall_s']:7.1f} {row['compile_s']:9.1f} {row['steps_per_s']:9.0f} "
+            f"{row['devices']:7d}",
             flush=True,
         )
 
