@@ -300,6 +300,23 @@ def _group(entries: Sequence[TournamentEntry]) -> tuple[_Group, ...]:
     )
 
 
+def _spread_episodes(keys: jax.Array) -> jax.Array:
+    """``keys [R, C, P, N]`` with the episode axis sharded over as many devices as
+    divide ``N`` (several CPU devices run episodes on separate threads; see
+    :mod:`mopa.core.devices`). Placement only: the numbers do not change."""
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    from mopa.algos.driver import seed_devices
+
+    devices = seed_devices(keys.shape[-1])
+    if len(devices) == 1:
+        return keys
+    mesh = Mesh(np.array(devices), ("episode",))
+    return jax.device_put(
+        keys, NamedSharding(mesh, PartitionSpec(None, None, None, "episode"))
+    )
+
+
 def _take(stacked: Any, entries: np.ndarray, seeds: jax.Array) -> Any:
     """``[M, ...]`` params of entry ``entries[m]``, seed ``seeds[m]`` from a
     group's ``[G, S, ...]`` stack."""
@@ -444,6 +461,7 @@ def play_tournament(
         ]
     )  # [R, C, P, N]
     groups_a, groups_b = _group(side_a), _group(side_b)
+    keys = _spread_episodes(keys)
     totals = _play_groups(
         env,
         params,

@@ -432,32 +432,40 @@ class LookaheadPlayer:
             reward = self._team_reward(state, rewards, info)
             return state, obs, reward, terminated | truncated
 
-        state, obs, total, done = simulate(state, root_obs, root_actions, step_keys[0])
-        alive = ~done
-
         def step(rollout, inputs):
             state, obs, carry, alive, total = rollout
-            key_step, discount = inputs
+            t, key_step, discount = inputs
             no_reset = jnp.zeros((self.num_agents,), bool)
             logits = None
             if own_head:
                 x = agent_inputs(self.own_spec, obs[self.team])
                 values, head = self.own_spec.module().apply(params.own_params, x)
                 logits = model.head_logits(head)
+                next_carry = carry
             else:
-                values, carry = self._own_values(
+                values, next_carry = self._own_values(
                     params.own_params, obs[self.team], carry, no_reset
                 )
-            own_actions = jnp.argmax(values, -1).astype(jnp.int32)
+            # The root step plays the candidate; the carry already holds the root
+            # observation, so it advances from the second step on.
+            root = t == 0
+            own_actions = jnp.where(
+                root, root_actions, jnp.argmax(values, -1).astype(jnp.int32)
+            )
+            carry = jnp.where(root, carry, next_carry)
             state, obs, reward, done = simulate(
                 state, obs, own_actions, key_step, logits
             )
             total = total + jnp.where(alive, discount * reward, 0.0)
             return (state, obs, carry, alive & ~done, total), None
 
-        discounts = config.gamma ** jnp.arange(1, config.horizon, dtype=jnp.float32)
+        # One scan over all H steps (the root included) keeps a single copy of the
+        # simulator step in the compiled program.
+        steps = jnp.arange(config.horizon)
+        discounts = config.gamma ** steps.astype(jnp.float32)
+        rollout = (state, root_obs, carry, jnp.ones((), bool), jnp.zeros(()))
         (state, obs, carry, alive, total), _ = jax.lax.scan(
-            step, (state, obs, carry, alive, total), (step_keys[1:], discounts)
+            step, rollout, (steps, step_keys, discounts)
         )
         if config.leaf_weight == 0:
             return total

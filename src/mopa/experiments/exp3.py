@@ -1,0 +1,488 @@
+"""Exp 3 of the research: an opponent-action head as a point-estimate opponent
+model, and a Monte-Carlo planner that samples from it, judged in cross-play.
+
+Stages (each reused when re-run with the same config):
+
+1. ``train_iql`` and ``train_oa_iql``: two-team IQL and OA-IQL on ``tag`` (MLP
+   128-128, presets ``exp3_iql`` and ``exp3_oa_iql``), both teams learning, one
+   learner per team, every seed at once.
+2. ``tournament``: predators (rows) against prey (columns), seed ``i`` against seed
+   ``i`` (the research's pairing), ``episodes`` episodes per seed and cell, mean
+   captures per episode with a 95% interval over all episodes of a cell. Variants
+   of each side: ``iql_greedy`` and ``oa_greedy`` (argmax Q of the IQL and OA-IQL
+   policies) and ``oa_plan``: the OA-IQL policy wrapped in a Monte-Carlo lookahead
+   (:class:`~mopa.planning.LookaheadPlayer`; ``K`` rollouts of horizon ``H`` per
+   candidate, per-agent coordinate descent, the opponents sampled from the team's
+   own opponent-action head, leaf ``max_a Q``). The 3x3 table is timed as one
+   tournament (``tournament_wall_s``, compilation included); the predators'
+   joint-action planner (``oa_plan_joint``, all 125 joint actions) is a fourth row
+   played as a second tournament.
+
+The research's numbers (seed 000, Exp 3): the OA-plan prey concedes the fewest
+captures in every column (1.57, 1.15, 1.07 against the IQL-greedy, OA-greedy and
+OA-plan predators, about 2 fewer than against the greedy prey), the OA-plan
+predators are the worst predators, and the opponent heads reach 0.53 (predators)
+and 0.58 (prey) accuracy in its Exp 1 (a "+7 pp" gap in Exp 3).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mopa.algos.driver import run_training
+from mopa.algos.presets import preset
+from mopa.core.checkpoint import POLICY_FILE, read_policy_file
+from mopa.errors import InvalidParameterError
+from mopa.experiments.registry import register_experiment
+
+PREDATOR_VARIANTS = ("iql_greedy", "oa_greedy", "oa_plan", "oa_plan_joint")
+PREY_VARIANTS = ("iql_greedy", "oa_greedy", "oa_plan")
+
+RESEARCH = {
+    "oa_plan_prey_column": {"iql_greedy": 1.57, "oa_greedy": 1.15, "oa_plan": 1.07},
+    "greedy_prey_column_mean": 3.4,
+    "planning_prey_column_mean": 1.3,
+    "opp_head_accuracy": {"pred": 0.53, "prey": 0.58},
+    "tournament_wall_s": 50.0,
+}
+"""What the research reports for Exp 3 (its README; its 3x3 figure is not given
+cell by cell)."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Exp3Config:
+    """Exp 3: training budgets, the planner and the tournament."""
+
+    total_steps: int = 2_000_000
+    """Environment steps per seed of each training run."""
+    num_seeds: int = 3
+    """Seeds of each training run (and seed pairs of the tournament)."""
+    episodes: int = 100
+    """Evaluation episodes per seed pair and cell."""
+    num_rollouts: int = 5
+    """``K``: planner rollouts per candidate root action."""
+    horizon: int = 3
+    """``H``: planner rollout length."""
+    gamma: float = 0.9
+    """Planner discount (the research's, with gamma^3 = 0.73 on the leaf)."""
+    joint: bool = True
+    """Also play the predators' joint-action planner (the fourth row)."""
+    seed: int = 0
+    """Seed of the training runs and of the tournament."""
+    train_overrides: tuple[tuple[str, Any], ...] = ()
+    """Extra fields of both training configs (small networks for quick runs)."""
+
+    def __post_init__(self):
+        for name in ("total_steps", "num_seeds", "episodes", "num_rollouts"):
+            if getattr(self, name) < 1:
+                raise InvalidParameterError(
+                    f"{name} must be >= 1, got {getattr(self, name)}"
+                )
+        if self.horizon < 0:
+            raise InvalidParameterError(f"horizon must be >= 0, got {self.horizon}")
+        object.__setattr__(
+            self, "train_overrides", tuple(map(tuple, self.train_overrides))
+        )
+
+
+def _train_config(algo: str, config: Exp3Config, num_seeds: int):
+    return preset(f"exp3_{algo}").replace(
+        total_steps=config.total_steps,
+        num_seeds=num_seeds,
+        seed=config.seed,
+        **dict(config.train_overrides),
+    )
+
+
+def _train_stage(algo: str, config: Exp3Config, num_seeds: int, progress, stages):
+    train_config = _train_config(algo, config, num_seeds)
+
+    def train(folder: Path) -> dict:
+        def report(p):
+            progress(
+                f"  {algo}: {p.env_steps:,}/{p.total_env_steps:,} steps per seed, "
+                f"{p.chunk_steps_per_s:,.0f} steps/s"
+            )
+
+        result = run_training(train_config, out=folder, progress=report)
+        final = result.summary["final"]
+        return {
+            "folder": str(folder),
+            "wall_s": result.wall_s,
+            "final": {
+                k: final[k]["mean"]
+                for k in final
+                if k.startswith(("return/", "opp_acc/", "captures"))
+            },
+        }
+
+    return stages.run(f"train_{algo}", train_config.to_dict(), train)
+
+
+def _seeded(tree: Any, num_seeds: int) -> Any:
+    """``tree`` with a leading seed axis (the same values for every seed)."""
+    return jax.tree.map(
+        lambda x: jnp.broadcast_to(jnp.asarray(x), (num_seeds, *jnp.shape(x))), tree
+    )
+
+
+def _with_unused_head(spec, params, oa_spec, oa_params):
+    """An IQL Q-network in the shape of the OA-IQL one: the same layers plus a zero
+    opponent head, which greedy play never reads. The two greedy players then form
+    one group of the tournament (one compiled block instead of two)."""
+    bare = dict(num_opponents=0, opponent_actions=0)
+    if dataclasses.replace(spec, **bare) != dataclasses.replace(oa_spec, **bare):
+        return spec, params
+    head = jax.tree.map(jnp.zeros_like, oa_params["params"]["opp_head"])
+    return oa_spec, {"params": {**params["params"], "opp_head": head}}
+
+
+def _entries(env, env_params, runs: dict, config: Exp3Config, team: str, modes):
+    """Tournament entries of ``team``: greedy IQL, greedy OA-IQL and the OA-IQL
+    planner in each of ``modes``."""
+    from mopa.eval import TournamentEntry
+    from mopa.planning import (
+        LookaheadConfig,
+        LookaheadParams,
+        LookaheadPlayer,
+        OpponentHeadModel,
+    )
+    from mopa.players import PolicyPlayer
+
+    t = env.team_index(team)
+    iql_spec, iql_params = runs["iql"].teams[team]
+    oa_spec, oa_params = runs["oa_iql"].teams[team]
+    num_seeds = runs["oa_iql"].num_seeds
+    iql_spec, iql_params = _with_unused_head(iql_spec, iql_params, oa_spec, oa_params)
+    entries = {
+        "iql_greedy": TournamentEntry("iql_greedy", PolicyPlayer(iql_spec), iql_params),
+        "oa_greedy": TournamentEntry("oa_greedy", PolicyPlayer(oa_spec), oa_params),
+    }
+    for mode, name in modes:
+        player = LookaheadPlayer(
+            env,
+            t,
+            LookaheadConfig(
+                num_rollouts=config.num_rollouts,
+                horizon=config.horizon,
+                gamma=config.gamma,
+                mode=mode,
+            ),
+            OpponentHeadModel(oa_spec, t),
+            oa_spec,
+        )
+        # The head is read from the own weights, in the Q-values' forward pass.
+        params = LookaheadParams(_seeded(env_params, num_seeds), oa_params, ())
+        entries[name] = TournamentEntry(name, player, params)
+    return entries
+
+
+def _cells(result, rows: list[str]) -> dict:
+    stats = result.summary("captures")
+    cells = {}
+    for row in rows:
+        r = result.row_names.index(row)
+        cells[row] = {
+            column: {
+                "mean": float(stats["mean"][r, c]),
+                "ci95": [float(v) for v in stats["ci95"][r, c]],
+                "seed_means": [float(v) for v in stats["seed_means"][r, c]],
+            }
+            for c, column in enumerate(result.column_names)
+        }
+    return cells
+
+
+def _tournament_stage(
+    config: Exp3Config, trained: dict, num_seeds: int, progress, stages
+):
+    import mopa.envs
+    from mopa.eval import play_tournament
+    from mopa.report.tournament import plot_tournament_heatmap, save_tournament
+
+    stage_config = {
+        "training": {algo: run["folder"] for algo, run in trained.items()},
+        "training_configs": {
+            algo: _train_config(algo, config, num_seeds).to_dict() for algo in trained
+        },
+        "episodes": config.episodes,
+        "num_rollouts": config.num_rollouts,
+        "horizon": config.horizon,
+        "gamma": config.gamma,
+        "joint": config.joint,
+        "seed": config.seed,
+    }
+
+    def play(folder: Path) -> dict:
+        runs = {
+            algo: read_policy_file(Path(run["folder"]) / POLICY_FILE)
+            for algo, run in trained.items()
+        }
+        env, env_params = mopa.envs.make(
+            runs["oa_iql"].env, **runs["oa_iql"].env_overrides
+        )
+        predators = _entries(
+            env,
+            env_params,
+            runs,
+            config,
+            "predator",
+            [("per_agent", "oa_plan")]
+            + ([("joint", "oa_plan_joint")] if config.joint else []),
+        )
+        prey = _entries(
+            env, env_params, runs, config, "prey", [("per_agent", "oa_plan")]
+        )
+        columns = [prey[name] for name in PREY_VARIANTS]
+        key = jax.random.key(config.seed)
+        progress("  3x3 tournament (greedy and per-agent planners)")
+        tick = time.perf_counter()
+        main = play_tournament(
+            env,
+            env_params,
+            [predators[name] for name in PREY_VARIANTS],
+            columns,
+            key,
+            num_episodes=config.episodes,
+            pairing="paired",
+        )
+        main_wall = time.perf_counter() - tick
+        progress(f"  3x3 tournament: {main_wall:.1f} s")
+        save_tournament(main, folder / "tournament.json")
+        plot_tournament_heatmap(main, folder / "heatmap.png")
+        captures = _cells(main, list(PREY_VARIANTS))
+        joint_wall = None
+        if config.joint:
+            progress("  joint-action predator planner against every prey")
+            tick = time.perf_counter()
+            joint = play_tournament(
+                env,
+                env_params,
+                [predators["oa_plan_joint"]],
+                columns,
+                key,
+                num_episodes=config.episodes,
+                pairing="paired",
+            )
+            joint_wall = time.perf_counter() - tick
+            progress(f"  joint row: {joint_wall:.1f} s")
+            save_tournament(joint, folder / "tournament_joint.json")
+            captures.update(_cells(joint, ["oa_plan_joint"]))
+        return {
+            "captures": captures,
+            "tournament_wall_s": main_wall,
+            "joint_row_wall_s": joint_wall,
+            "num_episodes_per_cell": int(main.summary("captures")["num_episodes"]),
+        }
+
+    return stages.run("tournament", stage_config, play)
+
+
+def run_exp3(config: Exp3Config, seeds: int | None, progress, stages) -> dict:
+    """Train IQL and OA-IQL, then play the cross-play tournament with planners."""
+    num_seeds = config.num_seeds if seeds is None else seeds
+    trained = {}
+    for algo in ("iql", "oa_iql"):
+        progress(
+            f"training {algo} on tag, {num_seeds} seeds x {config.total_steps:,} steps"
+        )
+        trained[algo] = _train_stage(algo, config, num_seeds, progress, stages)
+    tournament = _tournament_stage(config, trained, num_seeds, progress, stages)
+    final = trained["oa_iql"]["final"]
+    results = {
+        "captures": tournament["captures"],
+        "opp_head_accuracy": {
+            "pred": final.get("opp_acc/predator"),
+            "prey": final.get("opp_acc/prey"),
+        },
+        "tournament_wall_s": tournament["tournament_wall_s"],
+        "joint_row_wall_s": tournament["joint_row_wall_s"],
+        "num_seeds": num_seeds,
+        "num_episodes_per_cell": tournament["num_episodes_per_cell"],
+        "training_final": {algo: run["final"] for algo, run in trained.items()},
+        "findings": findings(tournament["captures"]),
+        "timing_s": dict(stages.timing_s),
+        "research": RESEARCH,
+    }
+    return results
+
+
+def findings(captures: dict) -> dict:
+    """The research's two claims, checked on mopa's table: does the OA-plan prey
+    concede the fewest captures in every row, and are the OA-plan predators the
+    worst predators in every column? Plus the joint planner's effect."""
+
+    def mean(row, column):
+        return captures[row][column]["mean"]
+
+    def separated(row_a, col_a, row_b, col_b):
+        """Whether cell a's interval lies wholly below cell b's."""
+        return captures[row_a][col_a]["ci95"][1] < captures[row_b][col_b]["ci95"][0]
+
+    greedy_rows = [r for r in PREY_VARIANTS]
+    prey_best = {
+        row: min(PREY_VARIANTS, key=lambda column, row=row: mean(row, column))
+        for row in greedy_rows
+    }
+    pred_worst = {
+        column: min(greedy_rows, key=lambda row, column=column: mean(row, column))
+        for column in PREY_VARIANTS
+    }
+    out = {
+        "oa_plan_prey_fewest_in_every_row": all(
+            v == "oa_plan" for v in prey_best.values()
+        ),
+        "oa_plan_prey_drop_vs_greedy_prey": float(
+            np.mean(
+                [
+                    (mean(row, "iql_greedy") + mean(row, "oa_greedy")) / 2
+                    - mean(row, "oa_plan")
+                    for row in greedy_rows
+                ]
+            )
+        ),
+        "oa_plan_prey_drop_separated": all(
+            separated(row, "oa_plan", row, "oa_greedy")
+            and separated(row, "oa_plan", row, "iql_greedy")
+            for row in greedy_rows
+        ),
+        "oa_plan_pred_worst_in_every_column": all(
+            v == "oa_plan" for v in pred_worst.values()
+        ),
+        "best_prey_per_row": prey_best,
+        "worst_pred_per_column": pred_worst,
+    }
+    if "oa_plan_joint" in captures:
+        out["joint_minus_per_agent_pred"] = {
+            column: mean("oa_plan_joint", column) - mean("oa_plan", column)
+            for column in PREY_VARIANTS
+        }
+        out["joint_minus_iql_greedy_pred"] = {
+            column: mean("oa_plan_joint", column) - mean("iql_greedy", column)
+            for column in PREY_VARIANTS
+        }
+    return out
+
+
+def _cell(cell: dict | None) -> str:
+    if cell is None:
+        return "-"
+    lo, hi = cell["ci95"]
+    return f"{cell['mean']:.2f} [{lo:.2f}, {hi:.2f}]"
+
+
+def markdown(results: dict) -> str:
+    """``results.md``: mopa's table beside the research's numbers."""
+    captures = results["captures"]
+    research = RESEARCH["oa_plan_prey_column"]
+    episodes = results["num_episodes_per_cell"] // results["num_seeds"]
+    lines = [
+        "# Exp 3: cross-play of IQL, OA-IQL and the OA planner on tag",
+        "",
+        f"Captures per episode, mean [95% CI] over {results['num_seeds']} seed pairs "
+        f"(seed i vs seed i) x {episodes} episodes; rows are predators, columns "
+        "prey. In brackets after a cell of the OA-plan prey column: the research's "
+        "figure.",
+        "",
+        "| predator \\ prey | " + " | ".join(PREY_VARIANTS) + " |",
+        "|---|" + "---|" * len(PREY_VARIANTS),
+    ]
+    for row in PREDATOR_VARIANTS:
+        if row not in captures:
+            continue
+        cells = []
+        for column in PREY_VARIANTS:
+            text = _cell(captures[row].get(column))
+            if column == "oa_plan" and row in research:
+                text += f" (research {research[row]:.2f})"
+            cells.append(text)
+        lines.append(f"| {row} | " + " | ".join(cells) + " |")
+    acc = results["opp_head_accuracy"]
+    f = results["findings"]
+
+    def number(x):
+        return "-" if x is None else f"{x:.3f}"
+
+    lines += [
+        "",
+        f"Opponent-head accuracy at the end of training: predators "
+        f"{number(acc['pred'])}, prey {number(acc['prey'])} (research, Exp 1: 0.53 "
+        "and 0.58).",
+        "",
+        f"- OA-plan prey concedes the fewest captures in every row: "
+        f"{f['oa_plan_prey_fewest_in_every_row']} (its mean drop against the two "
+        f"greedy prey: {f['oa_plan_prey_drop_vs_greedy_prey']:.2f} captures per "
+        f"episode; intervals separated in every row: "
+        f"{f['oa_plan_prey_drop_separated']}; research: about 2).",
+        f"- OA-plan predators are the worst predators in every column: "
+        f"{f['oa_plan_pred_worst_in_every_column']} (worst per column: "
+        f"{f['worst_pred_per_column']}).",
+    ]
+    if "joint_minus_per_agent_pred" in f:
+        joint = ", ".join(
+            f"{column} {value:+.2f}"
+            for column, value in f["joint_minus_per_agent_pred"].items()
+        )
+        lines.append(
+            f"- Joint-action predator planner minus the per-agent one, per prey: "
+            f"{joint}."
+        )
+    lines += [
+        "",
+        f"3x3 tournament wall time (compilation included): "
+        f"{results['tournament_wall_s']:.1f} s (research: about 50 s).",
+    ]
+    if results.get("joint_row_wall_s") is not None:
+        lines.append(f"Joint-planner row: {results['joint_row_wall_s']:.1f} s.")
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: dict, out: Path) -> list[Path]:
+    """The heatmap of the 3x3 tournament (and the joint row), from the stage."""
+    from mopa.report.tournament import load_tournament, plot_tournament_heatmap
+
+    stage = out / "stages" / "tournament"
+    paths = []
+    for name, target in (
+        ("tournament.json", "exp3_heatmap.png"),
+        ("tournament_joint.json", "exp3_joint_row.png"),
+    ):
+        if (stage / name).exists():
+            paths.append(
+                plot_tournament_heatmap(load_tournament(stage / name), out / target)
+            )
+    return paths
+
+
+register_experiment(
+    "exp3",
+    run_exp3,
+    {
+        "default": Exp3Config(),
+        "quick": Exp3Config(
+            total_steps=12_288,
+            num_seeds=2,
+            episodes=4,
+            num_rollouts=2,
+            horizon=2,
+            joint=False,
+            train_overrides=(
+                ("hidden", (16,)),
+                ("num_envs", 8),
+                ("learning_starts", 1024),
+                ("buffer_size", 2048),
+            ),
+        ),
+    },
+    "default",
+    plot_fn=plot,
+    markdown_fn=markdown,
+    description="IQL vs OA-IQL vs the OA-head planner on tag: cross-play tournament",
+)
