@@ -45,6 +45,10 @@ from mopa.players import Player
 PAIRINGS = ("all", "paired")
 """Seed pairings: every seed against every seed, or seed ``i`` against seed ``i``."""
 
+MIN_SPREAD_EPISODES = 32
+"""Fewer episodes per cell than this play on one device: a sharded program takes
+longer to compile, which only pays off for long tournaments."""
+
 Z_95 = 1.96
 """Normal quantile of a two-sided 95% confidence interval."""
 
@@ -303,13 +307,14 @@ def _group(entries: Sequence[TournamentEntry]) -> tuple[_Group, ...]:
 def _spread_episodes(keys: jax.Array) -> jax.Array:
     """``keys [R, C, P, N]`` with the episode axis sharded over as many devices as
     divide ``N`` (several CPU devices run episodes on separate threads; see
-    :mod:`mopa.core.devices`). Placement only: the numbers do not change."""
+    :mod:`mopa.core.devices`), when ``N >= MIN_SPREAD_EPISODES``. Placement only:
+    the numbers do not change."""
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
     from mopa.algos.driver import seed_devices
 
     devices = seed_devices(keys.shape[-1])
-    if len(devices) == 1:
+    if len(devices) == 1 or keys.shape[-1] < MIN_SPREAD_EPISODES:
         return keys
     mesh = Mesh(np.array(devices), ("episode",))
     return jax.device_put(
