@@ -278,3 +278,35 @@ def test_bad_tournaments_name_the_problem(game, sides):
     one_team, one_team_params = make("battalion_vs_red")
     with pytest.raises(InvalidParameterError, match="needs a two-team game"):
         play_tournament(one_team, one_team_params, side_a, side_b, key)
+
+
+def test_long_tournaments_spread_episodes_over_devices_with_the_same_numbers(
+    game, sides
+):
+    """From ``MIN_SPREAD_EPISODES`` episodes per cell the episode axis is sharded
+    over the test session's 3 CPU devices; the numbers are those of one device."""
+    from mopa.eval.tournament import MIN_SPREAD_EPISODES, _spread_episodes
+
+    env, params = game
+    num_episodes = MIN_SPREAD_EPISODES + 1  # 33 = 3 x 11
+    keys = jax.random.split(jax.random.key(0), num_episodes).reshape(1, 1, 1, -1)
+    assert len(_spread_episodes(keys).sharding.device_set) == 3
+    row, column = sides[0][1], sides[1][1]
+    played = play_tournament(
+        env, params, [row], [column], jax.random.key(8), num_episodes=num_episodes
+    )
+    episode_keys = cell_keys(
+        jax.random.key(8), row.name, column.name, NUM_SEEDS, num_episodes
+    )
+    for seed in range(NUM_SEEDS):
+        alone = play_episodes(
+            env,
+            params,
+            (row.player, column.player),
+            (jax.tree.map(lambda x, s=seed: x[s], row.params), {}),
+            episode_keys[seed],
+            episode_horizon(params),
+        )
+        np.testing.assert_allclose(
+            played.returns[0, 0, seed], alone.returns, rtol=1e-6, atol=1e-6
+        )
