@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from mopa.cli import bench, envs, experiment, pola, tournament, train
+from mopa.cli import bench, envs, experiment, pola, reproduce, tournament, train
 from mopa.errors import MopaError
 
 
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     envs.add_parsers(commands)
     train.add_parser(commands)
     experiment.add_parser(commands)
+    reproduce.add_parser(commands)
     pola.add_parsers(commands)
     tournament.add_parser(commands)
     return parser

@@ -1,0 +1,189 @@
+"""Exp 4 (``mopa experiment exp4``): the negative result. On ``tag_resources`` with
+the random placement (circle or corners, a coin flip at each reset) and the prey's
+collect reward raised from 5 to 20, the dominated prey's trajectory still does not
+carry the placement.
+
+Stages: ``train`` (preset ``exp4_{algo}_random`` with ``collect_reward`` 20),
+``data`` (each seed's co-trained pair plays ``chains_per_seed`` single episodes),
+``probe``. The label of an episode is its placement (read from the game state,
+never shown to the probe). ``probe_raw_placement`` is a linear probe on the
+**prey's** raw position sequence of the episode (25 x 2 numbers), fit on a
+training split of the episodes and scored on the held-out ones (split by episode,
+stratified by placement); ``probe_occupancy_placement`` is the same probe on the
+episode's occupancy histogram, for contrast with Exp 5.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from mopa.errors import InvalidParameterError
+from mopa.experiments import part1
+from mopa.experiments.registry import register_experiment
+from mopa.opponent import data as trajectory_data
+from mopa.opponent.metrics import probe_accuracy_split
+
+ENV = "tag_resources"
+RESEARCH = {"probe_raw_placement": 0.49, "resources_per_episode": 1.28}
+"""The research's Exp 4 figures (IQL, collect reward 20)."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Exp4Config:
+    """Exp 4: raw-trajectory placement probe with a raised collect reward."""
+
+    algo: str = "iql"
+    """Algorithm of the co-trained run (``iql``, ``oa_iql`` or ``mappo``)."""
+    collect_reward: float = 20.0
+    """The prey's reward per resource (the research raised it from 5 to 20)."""
+    total_steps: int = 2_000_000
+    """Environment steps per seed."""
+    num_seeds: int = 3
+    """Training seeds."""
+    chains_per_seed: int = 400
+    """Episodes each seed's co-trained pair plays for the dataset."""
+    grid_size: int = 8
+    """Cells per axis of the contrast occupancy histogram."""
+    test_fraction: float = 0.25
+    """Share of episodes held out (stratified by placement)."""
+    seed: int = 0
+    """Base seed of the data and the split."""
+
+    def __post_init__(self):
+        if self.algo not in ("iql", "oa_iql", "mappo"):
+            raise InvalidParameterError(f"algo: unknown {self.algo!r}")
+        for name in ("total_steps", "num_seeds", "chains_per_seed", "grid_size"):
+            if getattr(self, name) < 1:
+                raise InvalidParameterError(f"{name} must be >= 1")
+        if not 0 < self.test_fraction < 1:
+            raise InvalidParameterError("test_fraction must be in (0, 1)")
+
+
+def run_exp4(config: Exp4Config, seeds: int | None, progress, stages) -> dict:
+    """Train, play and probe; see the module docstring."""
+    num_seeds = config.num_seeds if seeds is None else seeds
+    train = part1.train_config(
+        f"exp4_{config.algo}_random", config.total_steps, num_seeds
+    )
+    overrides = dict(train.env_overrides)
+    overrides["collect_reward"] = float(config.collect_reward)
+    train = train.replace(env_overrides=tuple(overrides.items()))
+    run = part1.train_stage(stages, "train", train, progress)
+
+    def build(folder: Path) -> dict[str, Any]:
+        dataset = part1.play_dataset(
+            ENV,
+            {"resource_placement": "random", "collect_reward": config.collect_reward},
+            part1.load_teams(run["run"]),
+            jax.random.key(config.seed),
+            num_seeds=num_seeds,
+            num_chains=config.chains_per_seed,
+            episodes_per_chain=1,
+            policy_id=0,
+            policy_names=("random",),
+        )
+        path = trajectory_data.save_dataset(folder / "dataset.npz", dataset)
+        return {"path": str(path)}
+
+    described = {"run": run, "chains_per_seed": config.chains_per_seed}
+    data_path = stages.run("data", {**described, "seed": config.seed}, build)["path"]
+
+    def probe(folder: Path) -> dict[str, Any]:
+        del folder
+        dataset = trajectory_data.load_dataset(data_path)
+        labels = dataset.episode_labels("placement").astype(np.int64)
+        prey = dataset.positions("prey")  # [C, 25, 2]
+        raw = prey.reshape(prey.shape[0], -1)
+        occ = part1.window_occupancy(prey, 0, prey.shape[1], config.grid_size)
+        train_index, test_index = trajectory_data.split_indices(
+            len(labels), config.test_fraction, config.seed, labels
+        )
+
+        def score(features):
+            return probe_accuracy_split(
+                features[train_index],
+                labels[train_index],
+                features[test_index],
+                labels[test_index],
+                config.seed,
+            )
+
+        collected = dataset["rewards.prey"] > 0.5 * config.collect_reward
+        return {
+            "probe_raw_placement": score(raw),
+            "probe_occupancy_placement": score(occ),
+            "resources_per_episode": float(collected.sum() / dataset.num_episodes),
+            "placement_share_corners": float(np.mean(labels == 1)),
+            "num_episodes": int(len(labels)),
+        }
+
+    probed = stages.run(
+        "probe",
+        {"data": data_path, **dataclasses.asdict(config)},
+        probe,
+    )
+    progress(f"raw placement probe {probed['probe_raw_placement']:.3f}")
+    return {
+        **probed,
+        "training": run["summary"],
+        "num_seeds": num_seeds,
+        "research": RESEARCH,
+        "stage_wall_s": dict(stages.timing_s),
+    }
+
+
+def markdown_exp4(results: dict) -> str:
+    """``results.md``: mopa's Exp 4 figures beside the research's."""
+    research = results["research"]
+    return "\n".join(
+        [
+            "# Exp 4: a dominated prey's trajectory does not carry the placement",
+            "",
+            "| figure | mopa | research |",
+            "|---|---|---|",
+            f"| raw-trajectory placement probe (chance 0.5) | "
+            f"{results['probe_raw_placement']:.3f} | "
+            f"{research['probe_raw_placement']:.2f} |",
+            f"| occupancy placement probe | "
+            f"{results['probe_occupancy_placement']:.3f} | |",
+            f"| prey resources per episode | {results['resources_per_episode']:.2f}"
+            f" | {research['resources_per_episode']:.2f} |",
+            "",
+            f"{results['num_episodes']} episodes, {results['num_seeds']} seeds; "
+            "probes fit on 75% of episodes and scored on the rest.",
+            "",
+        ]
+    )
+
+
+def plot_exp4(results: dict, out: Path) -> list[Path]:
+    """Bar chart of the two probes against chance."""
+    plt = part1.figure()
+    fig, ax = plt.subplots(figsize=(4, 3))
+    names = ("probe_raw_placement", "probe_occupancy_placement")
+    ax.bar(["raw", "occupancy"], [results[n] for n in names])
+    ax.axhline(0.5, ls="--", color="gray", label="chance")
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("held-out placement probe")
+    ax.legend()
+    fig.tight_layout()
+    return [part1.save_figure(fig, out / "exp4_probe.png")]
+
+
+register_experiment(
+    "exp4",
+    run_exp4,
+    {
+        "default": Exp4Config(),
+        "quick": Exp4Config(total_steps=4096, num_seeds=1, chains_per_seed=40),
+    },
+    "default",
+    plot_fn=plot_exp4,
+    description="Exp 4: raw-trajectory placement probe on tag_resources (negative)",
+    markdown_fn=markdown_exp4,
+)

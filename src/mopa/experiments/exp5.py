@@ -1,0 +1,762 @@
+"""Exp 5 (``mopa experiment exp5``): on the balanced resource game the prey expresses
+its strategy, and the three preconditions of the co-training plan follow.
+
+Stages (each reused when its config is unchanged):
+
+1. ``train_{algo}_{placement}``: circle and corners specialists on
+   ``tag_balanced`` (presets ``exp5_{algo}_{placement}``; predators and prey
+   co-trained on one placement only), ``num_seeds`` seeds each.
+2. ``data_{algo}``: every seed's co-trained pair plays ``chains_per_seed`` chains
+   of ``episodes_per_chain`` consecutive episodes (auto-reset, 6 x 25 = 150 steps)
+   on its own placement; the label of a chain is its placement (= specialist).
+3. ``encode_{algo}``: representations of the **prey's** trajectory (the agent
+   whose strategy is modelled). Train/test split by whole chains, stratified by
+   placement, so no episode is on both sides.
+
+   * ``probe_occupancy``: a linear probe (standardised logistic regression) on the
+     occupancy histogram (``grid_size`` x ``grid_size`` over ``[-1, 1]^2``) of
+     **one episode** (25 steps), fit on the training chains' episodes and scored
+     on the held-out chains' episodes ("pooling occupancy over a trajectory").
+     ``probe_occupancy_by_L`` is the same probe on the L-step windows below.
+   * ``vae_ari_by_L`` / ``latent_probe_by_L``: **L counts prey steps across the
+     consecutive episodes of a chain** (L = 25 is one episode, 150 is six; the
+     research's "observation length", and its BC reads "L steps before a held-out
+     episode" of a six-episode rollout). The representation is the occupancy of
+     the chain's last L steps. For each L an MLP-VAE (KL annealed) is trained
+     on the training chains with ``encoder_seeds`` seeds; ARI / NMI are those of
+     k-means (k = 2) on the held-out latent means against the placement, the
+     latent probe is fit on training latents and scored on held-out ones; both
+     are averaged over encoder seeds.
+4. ``bc_{algo}`` (``bc_algo``): latent-conditioned behaviour cloning of the prey,
+   ``pi(a | obs, z)``, on the last episode of each chain (steps 125-150). The
+   clone's observation is the prey's own observation **without the resource
+   block** (relative resource positions and flags), so the only thing telling the
+   clone which route to run is ``z``; ``z`` is the encoder-seed-0 VAE mean of the
+   prey's occupancy over the L steps before that episode (steps ``[125 - L,
+   125)``, L <= 125), the placement one-hot for the oracle, or nothing (vanilla).
+   Action match is on the held-out chains; the majority baseline too.
+   Steering (:func:`mopa.opponent.bc.steering_rate`): in each placement's game,
+   against that placement's co-trained predators (every seed), the clone plays
+   one episode with ``z_circle`` and the same episode (same start, same keys)
+   with ``z_corners`` (the mean training latents of each specialist at
+   ``bc_length``); a route counts as steered when its occupancy is closer to the
+   named specialist's mean episode occupancy than the other route is.
+5. ``brittleness_{algo}``: cross-play on each prey's own placement: the
+   co-trained predators (same placement, seed ``i`` vs seed ``i``) and the
+   predators trained on the other placement, ``tournament_episodes`` episodes per
+   seed pair. ``brittleness_drop = 1 - captures(unfamiliar) / captures
+   (co-trained)``, captures averaged over the two prey; its 95% interval is a
+   percentile bootstrap over episodes (resampled within each cell and seed pair).
+
+The headline keys are those of ``primary_algo`` (IQL, whose prey expresses the
+strategy most cleanly) and, for brittleness, ``brittleness_algo`` (MAPPO, as the
+research); every algorithm's figures are under ``by_algo``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mopa.envs import make
+from mopa.errors import InvalidParameterError
+from mopa.eval.tournament import TournamentEntry, play_tournament
+from mopa.experiments import part1
+from mopa.experiments.registry import register_experiment
+from mopa.opponent import bc
+from mopa.opponent import data as trajectory_data
+from mopa.opponent.encoders import VAEConfig, load_encoder, save_encoder
+from mopa.opponent.metrics import probe_accuracy_split
+from mopa.opponent.representations import occupancy
+from mopa.players import PolicyPlayer
+from mopa.policy import make_act_fn
+
+PLACEMENTS = ("circle", "corners")
+"""The specialists' placements; a chain's label is the index of its placement."""
+ENV = "tag_balanced"
+ALGOS = ("iql", "mappo")
+
+RESEARCH = {
+    "probe_occupancy": {"iql": 0.98, "mappo": 0.96},
+    "vae_ari_L100": 0.87,
+    "latent_probe_L100": 0.99,
+    "mappo_latent_probe": 0.83,
+    "bc_action_match": 0.62,
+    "bc_majority": 0.24,
+    "steering_rate": 0.85,
+    "captures_cotrained": 1.59,
+    "captures_unfamiliar": 0.91,
+    "brittleness_drop": 0.43,
+}
+"""The research's Exp 5 figures (README), shown beside mopa's."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Exp5Config:
+    """Exp 5: specialists, encoders by observation length, BC, brittleness."""
+
+    algos: tuple[str, ...] = ALGOS
+    """Algorithms whose specialists are trained (``iql``, ``mappo``)."""
+    total_steps: int = 2_000_000
+    """Environment steps per specialist seed."""
+    num_seeds: int = 3
+    """Training seeds per specialist."""
+    chains_per_seed: int = 100
+    """Chains each seed's co-trained pair plays for the dataset."""
+    episodes_per_chain: int = 6
+    """Consecutive episodes per chain (6 x 25 = 150 steps)."""
+    lengths: tuple[int, ...] = (25, 50, 100, 125, 150)
+    """Observation lengths L (prey steps across a chain's episodes)."""
+    grid_size: int = 8
+    """Cells per axis of the occupancy histogram."""
+    test_fraction: float = 0.25
+    """Share of chains held out (stratified by placement)."""
+    latent_size: int = 2
+    """VAE latent size (2 chosen on a validation split of the training chains: 4
+    collapsed with these settings)."""
+    vae_hidden: tuple[int, ...] = (128, 128)
+    """VAE hidden widths."""
+    vae_updates: int = 4000
+    """VAE Adam updates."""
+    kl_warmup: int = 1000
+    """Updates over which the KL weight rises to 1."""
+    decoder_std: float = 0.05
+    """Standard deviation of the VAE's Gaussian likelihood on occupancy cells."""
+    encoder_seeds: int = 3
+    """VAE seeds per L (figures are their mean)."""
+    primary_algo: str = "iql"
+    """Algorithm whose figures are the headline keys."""
+    bc_algo: str = "iql"
+    """Algorithm whose prey is behaviour-cloned."""
+    bc_length: int = 100
+    """L of the latent the headline BC and the steering test condition on."""
+    bc_epochs: int = 30
+    """BC passes over its data."""
+    steering_episodes: int = 50
+    """Steering episodes per placement and predator seed."""
+    steering_predator_seeds: int = 3
+    """Predator seeds (the first ones) the steering test plays against."""
+    brittleness_algo: str = "mappo"
+    """Algorithm whose predators give the headline brittleness."""
+    tournament_episodes: int = 100
+    """Episodes per seed pair and cell of the cross-play."""
+    bootstrap: int = 2000
+    """Bootstrap resamples of the brittleness interval."""
+    seed: int = 0
+    """Base seed of data, splits, encoders, BC and tournaments."""
+
+    def __post_init__(self):
+        for name in ("algos", "lengths", "vae_hidden"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        for algo in self.algos:
+            if algo not in ALGOS:
+                raise InvalidParameterError(f"algos: unknown {algo!r}; use {ALGOS}")
+        for name in ("primary_algo", "bc_algo", "brittleness_algo"):
+            if getattr(self, name) not in self.algos:
+                raise InvalidParameterError(f"{name} must be one of algos")
+        steps = self.episodes_per_chain * 25
+        if not self.lengths or min(self.lengths) < 1 or max(self.lengths) > steps:
+            raise InvalidParameterError(f"lengths must be in [1, {steps}]")
+        if self.bc_length not in self.lengths or self.bc_length > steps - 25:
+            raise InvalidParameterError(
+                f"bc_length must be one of lengths and <= {steps - 25}"
+            )
+        for name in (
+            "total_steps", "num_seeds", "chains_per_seed", "episodes_per_chain",
+            "grid_size", "latent_size", "vae_updates", "encoder_seeds",
+            "bc_epochs", "steering_episodes", "steering_predator_seeds",
+            "tournament_episodes", "bootstrap",
+        ):  # fmt: skip
+            if getattr(self, name) < 1:
+                raise InvalidParameterError(f"{name} must be >= 1")
+        if self.num_seeds < 2:
+            raise InvalidParameterError("num_seeds must be >= 2 (cross-play CIs)")
+        if not 0 < self.test_fraction < 1:
+            raise InvalidParameterError("test_fraction must be in (0, 1)")
+
+    def vae(self) -> VAEConfig:
+        return VAEConfig(
+            input_size=self.grid_size**2,
+            hidden=self.vae_hidden,
+            latent_size=self.latent_size,
+            num_updates=self.vae_updates,
+            kl_warmup=self.kl_warmup,
+            decoder_std=self.decoder_std,
+            batch_size=128,
+        )
+
+
+# -- stages -------------------------------------------------------------------------
+def _train(config, algo, num_seeds, progress, stages) -> dict[str, dict]:
+    runs = {}
+    for placement in PLACEMENTS:
+        name = f"{algo}_{placement}"
+        train = part1.train_config(f"exp5_{name}", config.total_steps, num_seeds)
+        runs[name] = part1.train_stage(stages, f"train_{name}", train, progress)
+    return runs
+
+
+def _dataset(config, num_seeds, algo, runs, stages) -> str:
+    described = {
+        "runs": [runs[f"{algo}_{p}"] for p in PLACEMENTS],
+        "chains_per_seed": config.chains_per_seed,
+        "episodes_per_chain": config.episodes_per_chain,
+        "num_seeds": num_seeds,
+        "seed": config.seed,
+    }
+
+    def build(folder: Path) -> dict[str, Any]:
+        parts = []
+        for index, placement in enumerate(PLACEMENTS):
+            teams = part1.load_teams(runs[f"{algo}_{placement}"]["run"])
+            parts.append(
+                part1.play_dataset(
+                    ENV,
+                    {"resource_placement": placement},
+                    teams,
+                    jax.random.fold_in(jax.random.key(config.seed), index),
+                    num_seeds=num_seeds,
+                    num_chains=config.chains_per_seed,
+                    episodes_per_chain=config.episodes_per_chain,
+                    policy_id=index,
+                    policy_names=PLACEMENTS,
+                )
+            )
+        dataset = trajectory_data.concatenate(parts, PLACEMENTS)
+        path = trajectory_data.save_dataset(folder / "dataset.npz", dataset)
+        return {"path": str(path), "num_chains": dataset.num_chains}
+
+    return stages.run(f"data_{algo}", described, build)["path"]
+
+
+def _split(config, dataset):
+    labels = dataset["policy_id"]
+    return trajectory_data.split_indices(
+        dataset.num_chains, config.test_fraction, config.seed, labels
+    )
+
+
+def _encode(config, algo, data_path, stages) -> dict[str, Any]:
+    described = {
+        "data": data_path,
+        **{
+            k: getattr(config, k)
+            for k in (
+                "lengths", "grid_size", "test_fraction", "latent_size",
+                "vae_hidden", "vae_updates", "kl_warmup", "decoder_std",
+                "encoder_seeds", "seed",
+            )
+        },
+    }  # fmt: skip
+
+    def run(folder: Path) -> dict[str, Any]:
+        dataset = trajectory_data.load_dataset(data_path)
+        train, test = _split(config, dataset)
+        labels = dataset["policy_id"]
+        prey = dataset.positions("prey")  # [C, S, 2]
+        steps = prey.shape[1]
+        # One episode per example: every episode of every chain.
+        horizon = dataset.horizon
+        episodes = prey.reshape(-1, horizon, 2)
+        episode_occ = part1.window_occupancy(episodes, 0, horizon, config.grid_size)
+        episode_labels = np.repeat(labels, dataset.episodes_per_chain)
+        per_chain = dataset.episodes_per_chain
+        train_ep = (train[:, None] * per_chain + np.arange(per_chain)).ravel()
+        test_ep = (test[:, None] * per_chain + np.arange(per_chain)).ravel()
+        result: dict[str, Any] = {
+            "probe_occupancy": probe_accuracy_split(
+                episode_occ[train_ep],
+                episode_labels[train_ep],
+                episode_occ[test_ep],
+                episode_labels[test_ep],
+                config.seed,
+            ),
+            "mean_occupancy": {
+                p: episode_occ[episode_labels == i]
+                .mean(0)
+                .reshape(config.grid_size, config.grid_size)
+                .tolist()
+                for i, p in enumerate(PLACEMENTS)
+            },
+            "probe_occupancy_by_L": {},
+            "vae_ari_by_L": {},
+            "vae_nmi_by_L": {},
+            "latent_probe_by_L": {},
+            "encoder_files": {},
+        }
+        vae = config.vae()
+        for length in config.lengths:
+            features = part1.window_occupancy(
+                prey, steps - length, steps, config.grid_size
+            )
+            result["probe_occupancy_by_L"][str(length)] = probe_accuracy_split(
+                features[train], labels[train], features[test], labels[test]
+            )
+            scores = []
+            for encoder_seed in range(config.encoder_seeds):
+                params = part1.fit_vae(
+                    vae, features[train], config.seed * 1000 + encoder_seed
+                )
+                if encoder_seed == 0:
+                    path = folder / f"vae_L{length}.msgpack"
+                    save_encoder(path, vae, params)
+                    result["encoder_files"][str(length)] = str(path)
+                z = part1.latent_means(vae, params, features)
+                scores.append(
+                    part1.score_latents(
+                        z[train], labels[train], z[test], labels[test], 2, encoder_seed
+                    )
+                )
+            for key, name in (
+                ("ari", "vae_ari_by_L"),
+                ("nmi", "vae_nmi_by_L"),
+                ("probe", "latent_probe_by_L"),
+            ):
+                result[name][str(length)] = part1.mean_std([s[key] for s in scores])
+        return result
+
+    return stages.run(f"encode_{algo}", described, run)
+
+
+def _strip_resources(env):
+    """The prey's observation without its resource block (``[..., D] -> [..., D']``)."""
+    width = 3 * env.num_resources
+
+    def strip(obs):
+        return obs[..., : obs.shape[-1] - width]
+
+    return strip
+
+
+class _Predators:
+    """``others_fn`` for the steering test: fixed predator weights, prey ignored."""
+
+    def __init__(self, spec, params):
+        self.spec, self.params = spec, params
+
+    def __call__(self, key, obs, state):
+        del state
+        carry = jnp.zeros((self.spec.num_agents, self.spec.carry_size))
+        reset = jnp.zeros((self.spec.num_agents,), bool)
+        act = make_act_fn(self.spec)(self.params, key, obs[0], carry, reset, True)[0]
+        return (act, jnp.zeros(obs[1].shape[:-1], jnp.int32))
+
+
+def _behaviour_clone(config, algo, data_path, encoded, runs, stages) -> dict:
+    described = {
+        "data": data_path,
+        "encoders": encoded["encoder_files"],
+        "runs": [runs[f"{algo}_{p}"] for p in PLACEMENTS],
+        **{
+            k: getattr(config, k)
+            for k in (
+                "lengths", "grid_size", "test_fraction", "bc_length", "bc_epochs",
+                "steering_episodes", "steering_predator_seeds", "seed",
+            )
+        },
+    }  # fmt: skip
+
+    def run(folder: Path) -> dict[str, Any]:
+        del folder
+        dataset = trajectory_data.load_dataset(data_path)
+        train, test = _split(config, dataset)
+        labels = dataset["policy_id"]
+        prey = dataset.positions("prey")
+        horizon, steps = dataset.horizon, dataset.steps_per_chain
+        start = steps - horizon  # the held-out (cloned) episode: the chain's last
+        env, _ = make(ENV)
+        strip = _strip_resources(env)
+        obs = strip(dataset["obs.prey"][:, start:, 0])  # [C, H, D']
+        actions = dataset["actions.prey"][:, start:, 0]  # [C, H]
+        bc_config = bc.BCConfig(
+            num_actions=int(env.action_space(1).n), num_epochs=config.bc_epochs
+        )
+        train_fn = jax.jit(bc.make_train(bc_config))
+        key = jax.random.key(config.seed)
+
+        def flat(x, chains):
+            return jnp.asarray(x[chains].reshape(len(chains) * horizon, -1))
+
+        def per_step(z):  # [C, Z] -> [C, H, Z]
+            return np.repeat(z[:, None], horizon, 1)
+
+        def fit_and_match(z):
+            zs = None if z is None else per_step(z)
+            params, _ = train_fn(
+                key,
+                flat(obs, train),
+                flat(actions, train)[:, 0],
+                None if zs is None else flat(zs, train),
+            )
+            match = bc.action_match(
+                bc_config,
+                params,
+                flat(obs, test),
+                flat(actions, test)[:, 0],
+                None if zs is None else flat(zs, test),
+            )
+            return params, float(match)
+
+        _, vanilla = fit_and_match(None)
+        _, oracle = fit_and_match(np.eye(len(PLACEMENTS), dtype=np.float32)[labels])
+        by_length, latents = {}, {}
+        for length in config.lengths:
+            if length > start:
+                continue
+            vae, vae_params = load_encoder(encoded["encoder_files"][str(length)])
+            features = part1.window_occupancy(
+                prey, start - length, start, config.grid_size
+            )
+            z = part1.latent_means(vae, vae_params, features)
+            params, by_length[str(length)] = fit_and_match(z)
+            latents[length] = (z, params)
+        majority = float(
+            bc.majority_match(flat(actions, test)[:, 0], bc_config.num_actions)
+        )
+        # Steering: swap z alone in a fixed game against fixed predators.
+        z, params = latents[config.bc_length]
+        z_train, label_train = z[train], labels[train]
+        z_a = z_train[label_train == 0].mean(0)
+        z_b = z_train[label_train == 1].mean(0)
+        episodes = prey.reshape(-1, horizon, 2)
+        episode_labels = np.repeat(labels, dataset.episodes_per_chain)
+        occ = part1.window_occupancy(episodes, 0, horizon, config.grid_size)
+        route_a, route_b = (
+            occ[episode_labels == 0].mean(0),
+            occ[episode_labels == 1].mean(0),
+        )
+        prey_index = dataset.agent_index("prey")
+        grid = config.grid_size
+
+        def route_fn(trajectory):
+            return occupancy(trajectory.state.pos[:, prey_index], grid).reshape(-1)
+
+        rates = []
+        for index, placement in enumerate(PLACEMENTS):
+            game, game_params = make(ENV, resource_placement=placement)
+            spec, stack = part1.load_teams(runs[f"{algo}_{placement}"]["run"])[
+                "predator"
+            ]
+            num_seeds = int(jax.tree.leaves(stack)[0].shape[0])
+            for seed in range(min(num_seeds, config.steering_predator_seeds)):
+                result = bc.steering_rate(
+                    jax.random.fold_in(
+                        jax.random.key(config.seed + 1), 100 * index + seed
+                    ),
+                    game,
+                    game_params,
+                    bc_config,
+                    params,
+                    jnp.asarray(z_a),
+                    jnp.asarray(z_b),
+                    jnp.asarray(route_a),
+                    jnp.asarray(route_b),
+                    route_fn,
+                    1,
+                    _Predators(spec, part1.seed_params(stack, seed)),
+                    config.steering_episodes,
+                    horizon,
+                    strip,
+                )
+                rates.append(float(result.rate))
+        return {
+            "bc_action_match": {
+                "vanilla": vanilla,
+                "latent": by_length[str(config.bc_length)],
+                "oracle": oracle,
+                "majority": majority,
+            },
+            "bc_latent_by_L": by_length,
+            "steering_rate": float(np.mean(rates)),
+            "steering_by_game_seed": rates,
+            "bc_length": config.bc_length,
+        }
+
+    return stages.run(f"bc_{algo}", described, run)
+
+
+def _brittleness(config, algo, runs, stages) -> dict[str, Any]:
+    described = {
+        "runs": [runs[f"{algo}_{p}"] for p in PLACEMENTS],
+        "episodes": config.tournament_episodes,
+        "bootstrap": config.bootstrap,
+        "seed": config.seed,
+    }
+
+    def run(folder: Path) -> dict[str, Any]:
+        del folder
+        teams = {p: part1.load_teams(runs[f"{algo}_{p}"]["run"]) for p in PLACEMENTS}
+        predators = [
+            TournamentEntry(f"pred_{p}", PolicyPlayer(teams[p]["predator"][0]),
+                            teams[p]["predator"][1])
+            for p in PLACEMENTS
+        ]  # fmt: skip
+        captures = {}  # (predator placement, prey placement) -> [P, N]
+        cells = {}
+        for index, placement in enumerate(PLACEMENTS):
+            env, params = make(ENV, resource_placement=placement)
+            spec, stack = teams[placement]["prey"]
+            prey = [TournamentEntry(f"prey_{placement}", PolicyPlayer(spec), stack)]
+            result = play_tournament(
+                env,
+                params,
+                predators,
+                prey,
+                jax.random.fold_in(jax.random.key(config.seed), index),
+                num_episodes=config.tournament_episodes,
+                pairing="paired",
+            )
+            values = result.metric("captures")
+            summary = result.summary("captures")
+            for r, predator in enumerate(PLACEMENTS):
+                captures[predator, placement] = values[r, 0]
+                cells[f"pred_{predator}/prey_{placement}"] = {
+                    "mean": float(summary["mean"][r, 0]),
+                    "ci95": [float(v) for v in summary["ci95"][r, 0]],
+                    "seed_means": [float(v) for v in summary["seed_means"][r, 0]],
+                }
+
+        def drop(samples):
+            own = np.mean([samples[p, p].mean() for p in PLACEMENTS])
+            other = np.mean(
+                [samples[q, p].mean() for p in PLACEMENTS for q in PLACEMENTS if q != p]
+            )
+            return own, other, 1.0 - other / own if own > 0 else float("nan")
+
+        own, other, value = drop(captures)
+        rng = np.random.default_rng(config.seed)
+        draws = []
+        for _ in range(config.bootstrap):
+            resampled = {
+                k: np.take_along_axis(
+                    v, rng.integers(0, v.shape[1], size=v.shape), axis=1
+                )
+                for k, v in captures.items()
+            }
+            draws.append(drop(resampled))
+        draws = np.asarray(draws)
+
+        def interval(column):
+            return [float(np.nanpercentile(draws[:, column], q)) for q in (2.5, 97.5)]
+
+        return {
+            "captures_cotrained": float(own),
+            "captures_cotrained_ci95": interval(0),
+            "captures_unfamiliar": float(other),
+            "captures_unfamiliar_ci95": interval(1),
+            "drop": float(value),
+            "drop_ci95": interval(2),
+            "cells": cells,
+            "episodes_per_cell": int(np.prod(next(iter(captures.values())).shape)),
+        }
+
+    return stages.run(f"brittleness_{algo}", described, run)
+
+
+def run_exp5(config: Exp5Config, seeds: int | None, progress, stages) -> dict:
+    """Run Exp 5; see the module docstring for the stages and the figures."""
+    num_seeds = config.num_seeds if seeds is None else seeds
+    if num_seeds < 2:
+        raise InvalidParameterError("exp5 needs at least 2 seeds")
+    by_algo: dict[str, Any] = {}
+    runs: dict[str, dict] = {}
+    for algo in config.algos:
+        runs.update(_train(config, algo, num_seeds, progress, stages))
+        data_path = _dataset(config, num_seeds, algo, runs, stages)
+        encoded = _encode(config, algo, data_path, stages)
+        entry = {k: v for k, v in encoded.items() if k != "encoder_files"}
+        entry["training"] = {p: runs[f"{algo}_{p}"]["summary"] for p in PLACEMENTS}
+        if algo == config.bc_algo:
+            entry.update(
+                _behaviour_clone(config, algo, data_path, encoded, runs, stages)
+            )
+        entry["brittleness"] = _brittleness(config, algo, runs, stages)
+        by_algo[algo] = entry
+        progress(
+            f"{algo}: probe {entry['probe_occupancy']:.3f}, ARI by L "
+            + ", ".join(
+                f"{k}: {v['mean']:.2f}" for k, v in entry["vae_ari_by_L"].items()
+            )
+        )
+    primary, bc_entry = by_algo[config.primary_algo], by_algo[config.bc_algo]
+    brittle = by_algo[config.brittleness_algo]["brittleness"]
+
+    def means(table):
+        return {k: v["mean"] for k, v in table.items()}
+
+    return {
+        "probe_occupancy": primary["probe_occupancy"],
+        "vae_ari_by_L": means(primary["vae_ari_by_L"]),
+        "latent_probe_by_L": means(primary["latent_probe_by_L"]),
+        "bc_action_match": bc_entry["bc_action_match"],
+        "steering_rate": bc_entry["steering_rate"],
+        "brittleness_drop": brittle["drop"],
+        "brittleness_drop_ci95": brittle["drop_ci95"],
+        "captures_cotrained": brittle["captures_cotrained"],
+        "captures_cotrained_ci95": brittle["captures_cotrained_ci95"],
+        "captures_unfamiliar": brittle["captures_unfamiliar"],
+        "captures_unfamiliar_ci95": brittle["captures_unfamiliar_ci95"],
+        "primary_algo": config.primary_algo,
+        "bc_algo": config.bc_algo,
+        "brittleness_algo": config.brittleness_algo,
+        "num_seeds": num_seeds,
+        "by_algo": by_algo,
+        "research": RESEARCH,
+        "stage_wall_s": dict(stages.timing_s),
+    }
+
+
+# -- report -------------------------------------------------------------------------
+def markdown_exp5(results: dict) -> str:
+    """``results.md``: mopa's Exp 5 figures beside the research's."""
+    r, research = results, results["research"]
+    lines = [
+        "# Exp 5: distinct strategies, an encodable latent, a brittle opponent",
+        "",
+        f"{r['num_seeds']} seeds per specialist; headline algorithm "
+        f"{r['primary_algo']} (BC: {r['bc_algo']}, brittleness: "
+        f"{r['brittleness_algo']}).",
+        "",
+        "| figure | mopa | research |",
+        "|---|---|---|",
+    ]
+    for algo, entry in r["by_algo"].items():
+        lines.append(
+            f"| occupancy probe, one episode ({algo}) | {entry['probe_occupancy']:.3f}"
+            f" | {research['probe_occupancy'].get(algo, float('nan')):.2f} |"
+        )
+    for length, value in r["vae_ari_by_L"].items():
+        ref = f"{research['vae_ari_L100']:.2f}" if length == "100" else ""
+        lines.append(f"| VAE ARI, L = {length} | {value:.3f} | {ref} |")
+    for length, value in r["latent_probe_by_L"].items():
+        ref = f"{research['latent_probe_L100']:.2f}" if length == "100" else ""
+        lines.append(f"| latent probe, L = {length} | {value:.3f} | {ref} |")
+    bcm = r["bc_action_match"]
+    lines += [
+        f"| BC action match, vanilla | {bcm['vanilla']:.3f} | |",
+        f"| BC action match, latent | {bcm['latent']:.3f} | "
+        f"{research['bc_action_match']:.2f} |",
+        f"| BC action match, oracle | {bcm['oracle']:.3f} | |",
+        f"| BC majority baseline | {bcm['majority']:.3f} | "
+        f"{research['bc_majority']:.2f} |",
+        f"| steering rate (chance 0.5) | {r['steering_rate']:.3f} | "
+        f"{research['steering_rate']:.2f} |",
+        f"| captures, co-trained predators | {r['captures_cotrained']:.2f} "
+        f"[{r['captures_cotrained_ci95'][0]:.2f}, "
+        f"{r['captures_cotrained_ci95'][1]:.2f}] | "
+        f"{research['captures_cotrained']:.2f} |",
+        f"| captures, unfamiliar predators | {r['captures_unfamiliar']:.2f} "
+        f"[{r['captures_unfamiliar_ci95'][0]:.2f}, "
+        f"{r['captures_unfamiliar_ci95'][1]:.2f}] | "
+        f"{research['captures_unfamiliar']:.2f} |",
+        f"| brittleness drop | {r['brittleness_drop']:.1%} "
+        f"[{r['brittleness_drop_ci95'][0]:.1%}, "
+        f"{r['brittleness_drop_ci95'][1]:.1%}] | "
+        f"{research['brittleness_drop']:.0%} |",
+        "",
+        "Intervals are 95% (bootstrap over episodes). ARI and latent probe are "
+        "means over encoder seeds, on held-out chains.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def plot_exp5(results: dict, out: Path) -> list[Path]:
+    """Encoder quality by L, BC by L, occupancy maps, and the cross-play."""
+    plt = part1.figure()
+    paths = []
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    for algo, entry in results["by_algo"].items():
+        lengths = [int(k) for k in entry["vae_ari_by_L"]]
+        for ax, name in zip(axes, ("vae_ari_by_L", "latent_probe_by_L"), strict=True):
+            mean = [v["mean"] for v in entry[name].values()]
+            std = [v["std"] for v in entry[name].values()]
+            ax.errorbar(lengths, mean, yerr=std, marker="o", label=algo, capsize=3)
+    axes[0].set_ylabel("VAE ARI (k-means, held out)")
+    axes[1].set_ylabel("latent linear probe (held out)")
+    for ax in axes:
+        ax.set_xlabel("observation length L (prey steps)")
+        ax.set_ylim(-0.05, 1.05)
+        ax.legend()
+    fig.tight_layout()
+    paths.append(part1.save_figure(fig, out / "exp5_encoder_by_L.png"))
+
+    bc_entry = results["by_algo"][results["bc_algo"]]
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    by_length = bc_entry["bc_latent_by_L"]
+    ax.plot([int(k) for k in by_length], list(by_length.values()), "o-", label="latent")
+    bcm = bc_entry["bc_action_match"]
+    for name, style in (("vanilla", "--"), ("oracle", ":"), ("majority", "-.")):
+        ax.axhline(bcm[name], ls=style, color="gray", label=name)
+    ax.set_xlabel("L of the latent")
+    ax.set_ylabel("held-out action match")
+    ax.set_title(f"steering rate {bc_entry['steering_rate']:.2f}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    paths.append(part1.save_figure(fig, out / "exp5_bc.png"))
+
+    algos = list(results["by_algo"])
+    fig, axes = plt.subplots(len(algos), 2, figsize=(6, 3 * len(algos)), squeeze=False)
+    for row, algo in enumerate(algos):
+        for col, (placement, grid) in enumerate(
+            results["by_algo"][algo]["mean_occupancy"].items()
+        ):
+            axes[row, col].imshow(
+                np.asarray(grid).T, origin="lower", extent=(-1, 1, -1, 1)
+            )
+            axes[row, col].set_title(f"{algo} {placement}-prey occupancy")
+    fig.tight_layout()
+    paths.append(part1.save_figure(fig, out / "exp5_occupancy.png"))
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    width = 0.8 / len(algos)
+    for i, algo in enumerate(algos):
+        cells = results["by_algo"][algo]["brittleness"]["cells"]
+        names = list(cells)
+        mean = np.array([cells[n]["mean"] for n in names])
+        ci = np.array([cells[n]["ci95"] for n in names])
+        xs = np.arange(len(names)) + i * width
+        ax.bar(xs, mean, width, yerr=[mean - ci[:, 0], ci[:, 1] - mean], label=algo)
+    ax.set_xticks(np.arange(len(names)) + 0.4 - width / 2, names, fontsize=7)
+    ax.set_ylabel("captures / episode")
+    ax.legend()
+    fig.tight_layout()
+    paths.append(part1.save_figure(fig, out / "exp5_brittleness.png"))
+    return paths
+
+
+register_experiment(
+    "exp5",
+    run_exp5,
+    {
+        "default": Exp5Config(),
+        "quick": Exp5Config(
+            algos=("mappo",),
+            primary_algo="mappo",
+            bc_algo="mappo",
+            brittleness_algo="mappo",
+            total_steps=4096,
+            num_seeds=2,
+            chains_per_seed=8,
+            lengths=(25, 50, 100, 150),
+            vae_updates=20,
+            kl_warmup=5,
+            encoder_seeds=1,
+            bc_epochs=1,
+            steering_episodes=2,
+            steering_predator_seeds=1,
+            tournament_episodes=4,
+            bootstrap=20,
+        ),
+    },
+    "default",
+    plot_fn=plot_exp5,
+    description="Exp 5: specialists on tag_balanced; occupancy probe, VAE by L, "
+    "latent BC and steering, brittleness",
+    markdown_fn=markdown_exp5,
+)
