@@ -67,6 +67,14 @@ class TournamentEntry(NamedTuple):
     of the others."""
 
 
+def broadcast_seeds(tree: Any, num_seeds: int) -> Any:
+    """``tree`` with every leaf broadcast to a leading seed axis ``[S, ...]`` (the
+    same values for every seed), e.g. a planner's game params in an entry."""
+    return jax.tree.map(
+        lambda x: jnp.broadcast_to(jnp.asarray(x), (num_seeds, *np.shape(x))), tree
+    )
+
+
 def entry_num_seeds(entry: TournamentEntry) -> int | None:
     """The entry's seed count ``S`` (``None`` when its params have no leaves).
 

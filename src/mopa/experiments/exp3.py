@@ -40,6 +40,7 @@ from mopa.algos.driver import run_training
 from mopa.algos.presets import preset
 from mopa.core.checkpoint import POLICY_FILE, read_policy_file
 from mopa.errors import InvalidParameterError
+from mopa.eval.tournament import broadcast_seeds
 from mopa.experiments.registry import register_experiment
 
 PREDATOR_VARIANTS = ("iql_greedy", "oa_greedy", "oa_plan", "oa_plan_joint")
@@ -126,13 +127,6 @@ def _train_stage(algo: str, config: Exp3Config, num_seeds: int, progress, stages
     return stages.run(f"train_{algo}", train_config.to_dict(), train)
 
 
-def _seeded(tree: Any, num_seeds: int) -> Any:
-    """``tree`` with a leading seed axis (the same values for every seed)."""
-    return jax.tree.map(
-        lambda x: jnp.broadcast_to(jnp.asarray(x), (num_seeds, *jnp.shape(x))), tree
-    )
-
-
 def _with_unused_head(spec, params, oa_spec, oa_params):
     """An IQL Q-network in the shape of the OA-IQL one: the same layers plus a zero
     opponent head, which greedy play never reads. The two greedy players then form
@@ -179,7 +173,7 @@ def _entries(env, env_params, runs: dict, config: Exp3Config, team: str, modes):
             oa_spec,
         )
         # The head is read from the own weights, in the Q-values' forward pass.
-        params = LookaheadParams(_seeded(env_params, num_seeds), oa_params, ())
+        params = LookaheadParams(broadcast_seeds(env_params, num_seeds), oa_params, ())
         entries[name] = TournamentEntry(name, player, params)
     return entries
 

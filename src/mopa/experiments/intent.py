@@ -73,7 +73,7 @@ from mopa.core.runinfo import run_metadata
 from mopa.envs import make
 from mopa.envs.pursuit import INTENT_CORNERS, NUM_ACTIONS, PREDATOR, PREY
 from mopa.errors import InvalidParameterError
-from mopa.eval.tournament import TournamentEntry, play_tournament
+from mopa.eval.tournament import TournamentEntry, broadcast_seeds, play_tournament
 from mopa.experiments.intent_players import (
     FEEDS,
     IntentPredator,
@@ -595,13 +595,6 @@ def _planner(config, env, own_spec, opponent_spec) -> LookaheadPlayer:
     )
 
 
-def _seeded(tree: Any, num_seeds: int) -> Any:
-    """Every leaf broadcast to a leading seed axis ``[S, ...]``."""
-    return jax.tree.map(
-        lambda x: jnp.broadcast_to(jnp.asarray(x), (num_seeds, *np.shape(x))), tree
-    )
-
-
 def build_entries(config: IntentConfig, teams: dict, encoder_folder: Path) -> dict:
     """Every evaluation condition as a tournament entry, and the prey entries.
 
@@ -650,7 +643,7 @@ def build_entries(config: IntentConfig, teams: dict, encoder_folder: Path) -> di
     uniform = jnp.full((K,), 1.0 / K)
 
     def entry_params(policy_params, source, feed, planner_opponent=None):
-        shared = _seeded(
+        shared = broadcast_seeds(
             dict(
                 env_params=params,
                 classifier_params=c_params,
@@ -669,7 +662,7 @@ def build_entries(config: IntentConfig, teams: dict, encoder_folder: Path) -> di
                 env_params=shared["env_params"],
                 own_params=policy_params,
                 opponent_params=IntentModelParams(
-                    policy_params=planner_opponent, belief=_seeded(uniform, S)
+                    policy_params=planner_opponent, belief=broadcast_seeds(uniform, S)
                 ),
             )
         return IntentPredatorParams(
@@ -677,7 +670,7 @@ def build_entries(config: IntentConfig, teams: dict, encoder_folder: Path) -> di
         )
 
     prey_belief = teams["belief"]["prey"][1]
-    clone = _seeded(bc_params, S)
+    clone = broadcast_seeds(bc_params, S)
     predators = {
         "unaware": (unaware, entry_params(unaware_params, 0, "none")),
         "oracle": (reactive, entry_params(oracle_params, 0, "true")),
