@@ -268,14 +268,14 @@ def test_seeds_sharded_over_devices_compute_what_one_device_computes(uninterrupt
         chunk_bounds,
         chunk_length,
         compile_chunk,
-        seed_devices,
         seed_sharding,
     )
     from mopa.algos.registry import trainer_factory
     from mopa.algos.trainer import seed_keys
+    from mopa.core.devices import dividing_devices
 
     assert len(jax.devices()) == 3
-    assert [len(seed_devices(n)) for n in (1, 2, 3, 4, 5, 6)] == [1, 2, 3, 2, 1, 3]
+    assert [len(dividing_devices(n)) for n in (1, 2, 3, 4, 5, 6)] == [1, 2, 3, 2, 1, 3]
     assert seed_sharding(1) is None and seed_sharding(2) is not None
     config = IQLConfig(**TINY)
     trainer = trainer_factory(config)(config, None)

@@ -16,7 +16,8 @@ progress and, when given an output folder, writes (each file atomically):
 * ``summary.json`` at the end: final metrics per seed and across seeds.
 
 Seeds run on several devices when there are several: the seed axis of the carry is
-sharded over as many devices as divide the seed count (:func:`seed_devices`), so on
+sharded over as many devices as divide the seed count
+(:func:`~mopa.core.devices.dividing_devices`), so on
 a CPU whose cores XLA exposes as devices (``jax_num_cpu_devices``, which the
 ``mopa`` command sets) each seed runs on its own thread. Every seed computes the
 same thing either way; only the placement changes.
@@ -42,6 +43,7 @@ from mopa.algos.config import TrainConfig
 from mopa.algos.registry import trainer_factory
 from mopa.algos.trainer import Trainer, seed_keys
 from mopa.core import checkpoint
+from mopa.core.devices import dividing_devices
 from mopa.core.files import atomic_write, write_json
 from mopa.core.runinfo import run_metadata
 from mopa.errors import CheckpointError
@@ -97,20 +99,11 @@ def chunk_bounds(config: TrainConfig) -> list[tuple[int, int]]:
     ]
 
 
-def seed_devices(num_seeds: int, devices: list | None = None) -> list:
-    """The devices the seeds of a run are spread over: the most devices (of
-    ``jax.devices()`` by default) that divide ``num_seeds`` evenly."""
-    devices = jax.devices() if devices is None else devices
-    count = max(
-        d for d in range(1, min(num_seeds, len(devices)) + 1) if not num_seeds % d
-    )
-    return list(devices[:count])
-
-
 def seed_sharding(num_seeds: int) -> NamedSharding | None:
-    """Sharding of arrays with a leading seed axis over :func:`seed_devices`;
+    """Sharding of arrays with a leading seed axis over the devices that divide
+    ``num_seeds`` (:func:`~mopa.core.devices.dividing_devices`);
     ``None`` when there is one device."""
-    devices = seed_devices(num_seeds)
+    devices = dividing_devices(num_seeds)
     if len(devices) == 1:
         return None
     return NamedSharding(Mesh(np.array(devices), ("seed",)), PartitionSpec("seed"))

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mopa.algos.driver import run_training, seed_devices
+from mopa.algos.driver import run_training
 from mopa.algos.registry import make_config
+from mopa.core.devices import dividing_devices
 
 TRAIN_BENCHES = (("iql", "tag"), ("mappo", "tag"), ("mappo", "tag_intent"))
 """``(algo, env)`` pairs measured by default."""
@@ -50,7 +51,7 @@ def bench_train(
             "compile_s": result.compile_s,
             "steps_per_s": seeds * done / result.wall_s,
             "hidden": list(config.hidden),
-            "devices": len(seed_devices(seeds)),
+            "devices": len(dividing_devices(seeds)),
         }
         rows.append(row)
         if progress is not None:

@@ -20,6 +20,15 @@ CPU_DEVICES = 8
 its own thread (devices beyond the seed count stay idle)."""
 
 
+def dividing_devices(size: int, devices: list | None = None) -> list:
+    """The most devices (of ``jax.devices()`` by default) that split an axis of
+    ``size`` evenly: the devices a run's seeds, or a tournament's episodes, are
+    spread over."""
+    devices = jax.devices() if devices is None else devices
+    count = max(d for d in range(1, min(size, len(devices)) + 1) if not size % d)
+    return list(devices[:count])
+
+
 def use_cpu_devices(count: int = CPU_DEVICES) -> bool:
     """Expose ``count`` CPU devices unless the user already chose (the
     ``JAX_NUM_CPU_DEVICES`` variable or XLA's

@@ -37,6 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mopa.core.devices import dividing_devices
 from mopa.envs.base import Env, episode_sum_keys
 from mopa.errors import InvalidParameterError
 from mopa.eval.evaluate import EpisodeTotals, episode_horizon, play_episode
@@ -319,9 +320,7 @@ def _spread_episodes(keys: jax.Array) -> jax.Array:
     the numbers do not change."""
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-    from mopa.algos.driver import seed_devices
-
-    devices = seed_devices(keys.shape[-1])
+    devices = dividing_devices(keys.shape[-1])
     if len(devices) == 1 or keys.shape[-1] < MIN_SPREAD_EPISODES:
         return keys
     mesh = Mesh(np.array(devices), ("episode",))
