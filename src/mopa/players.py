@@ -75,3 +75,31 @@ class PolicyPlayer:
 def initial_player_carry(player: Player) -> jax.Array:
     """Zero carry ``[A, H]`` of ``player``."""
     return jnp.zeros((player.num_agents, player.carry_size), jnp.float32)
+
+
+def act_all(
+    players: tuple[Player, ...],
+    player_params: tuple[Any, ...],
+    key: jax.Array,
+    state: Any,
+    obs: tuple[jax.Array, ...],
+    carries: tuple[jax.Array, ...],
+    first: jax.Array,
+) -> tuple[jax.Array, tuple[jax.Array, ...], tuple[jax.Array, ...]]:
+    """Every team's player acts once (one player per team, in team order).
+
+    The step's ``key`` splits into ``num_teams + 1`` keys: the first is returned
+    for the game's step, key ``1 + t`` is team ``t``'s. ``first`` ([] bool) marks
+    an episode's first step (each player's ``reset``).
+
+    Returns:
+        ``(key_env, actions per team, carries per team)``.
+    """
+    keys = jax.random.split(key, len(players) + 1)
+    acted = [
+        player.act(p, k, state, o, c, jnp.full((player.num_agents,), first))
+        for player, p, k, o, c in zip(
+            players, player_params, keys[1:], obs, carries, strict=True
+        )
+    ]
+    return keys[0], tuple(a for a, _ in acted), tuple(c for _, c in acted)

@@ -20,7 +20,7 @@ import numpy as np
 
 from mopa.envs.base import Env, episode_sum_keys
 from mopa.errors import InvalidParameterError
-from mopa.players import Player, PolicyPlayer, initial_player_carry
+from mopa.players import Player, PolicyPlayer, act_all, initial_player_carry
 from mopa.policy import PolicySpec
 
 
@@ -86,17 +86,11 @@ def play_episode(
 
     def step(carry, key):
         obs, state, carries, alive, returns, sums, first = carry
-        keys = jax.random.split(key, len(players) + 1)
-        acted = [
-            player.act(p, k, state, o, c, jnp.full((player.num_agents,), first))
-            for player, p, k, o, c in zip(
-                players, player_params, keys[1:], obs, carries, strict=True
-            )
-        ]
-        actions = tuple(a for a, _ in acted)
-        carries = tuple(c for _, c in acted)
+        key_env, actions, carries = act_all(
+            players, player_params, key, state, obs, carries, first
+        )
         obs, state, rewards, terminated, truncated, info = env.step(
-            keys[0], state, actions, params
+            key_env, state, actions, params
         )
         live = alive.astype(jnp.float32)
         returns = tuple(t + live * r for t, r in zip(returns, rewards, strict=True))

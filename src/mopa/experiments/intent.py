@@ -120,7 +120,7 @@ from mopa.planning import (
     LookaheadPlayer,
     PolicyOpponentModel,
 )
-from mopa.players import PolicyPlayer, initial_player_carry
+from mopa.players import PolicyPlayer, act_all, initial_player_carry
 from mopa.policy import PolicySpec
 
 TRAIN_CONDITIONS = ("unaware", "oracle", "belief")
@@ -808,17 +808,10 @@ def record_episode(env, params, players, player_params, key, horizon: int):
 
         def step(carry, key):
             obs, state, carries, first = carry
-            keys = jax.random.split(key, len(players) + 1)
-            acted = [
-                p.act(pp, k, state, o, c, jnp.full((p.num_agents,), first))
-                for p, pp, k, o, c in zip(
-                    players, player_params, keys[1:], obs, carries, strict=True
-                )
-            ]
-            carries = tuple(c for _, c in acted)
-            obs_next, state_next, *_ = env.step(
-                keys[0], state, tuple(a for a, _ in acted), params
+            key_env, actions, carries = act_all(
+                players, player_params, key, state, obs, carries, first
             )
+            obs_next, state_next, *_ = env.step(key_env, state, actions, params)
             record = (state, carries[0])
             return (obs_next, state_next, carries, jnp.zeros((), bool)), record
 

@@ -50,7 +50,7 @@ from mopa.core.files import atomic_write
 from mopa.envs.base import Env
 from mopa.envs.wrappers import AutoReset, Wrapper
 from mopa.errors import CheckpointError, InvalidParameterError
-from mopa.players import Player, initial_player_carry
+from mopa.players import Player, act_all, initial_player_carry
 
 DATASET_FORMAT = "mopa-trajectories"
 FORMAT_VERSION = 1
@@ -296,16 +296,11 @@ def _play_chain(env, players, episodes_per_chain, num_steps, params, team_params
 
     def body(carry, key_t):
         obs, state, carries, first, episode, step = carry
-        keys = jax.random.split(key_t, len(players) + 1)
-        acted = [
-            player.act(p, k, state, o, c, jnp.full((player.num_agents,), first))
-            for player, p, k, o, c in zip(
-                players, team_params, keys[1:], obs, carries, strict=True
-            )
-        ]
-        actions = tuple(a for a, _ in acted)
+        key_env, actions, next_carries = act_all(
+            players, team_params, key_t, state, obs, carries, first
+        )
         next_obs, next_state, rewards, _, _, info = env.step(
-            keys[0], state, actions, params
+            key_env, state, actions, params
         )
         done = info["done"]
         record = _Step(
@@ -321,7 +316,7 @@ def _play_chain(env, players, episodes_per_chain, num_steps, params, team_params
         next_carry = (
             next_obs,
             next_state,
-            tuple(c for _, c in acted),
+            next_carries,
             done,
             episode + done.astype(jnp.int32),
             jnp.where(done, 0, step + 1),
