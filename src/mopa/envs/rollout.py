@@ -54,7 +54,8 @@ def random_policy(env: Env) -> PolicyFn:
     return RandomPolicy(env)
 
 
-def _has_auto_reset(env: Env) -> bool:
+def has_auto_reset(env: Env) -> bool:
+    """Whether ``env`` is wrapped in :class:`AutoReset` (at any depth)."""
     while isinstance(env, Wrapper):
         if isinstance(env, AutoReset):
             return True
@@ -87,7 +88,7 @@ def rollout(
     Returns:
         A :class:`Trajectory` with leaves ``[T, ...]``, or ``[B, T, ...]`` batched.
     """
-    if auto_reset and not _has_auto_reset(env):
+    if auto_reset and not has_auto_reset(env):
         env = AutoReset(env)
     return _rollout_jit(env, policy_fn, num_steps, batch_size, key, params)
 

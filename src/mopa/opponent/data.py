@@ -48,7 +48,8 @@ import numpy as np
 from mopa.core.checkpoint import check_header
 from mopa.core.files import atomic_write
 from mopa.envs.base import Env
-from mopa.envs.wrappers import AutoReset, Wrapper
+from mopa.envs.rollout import has_auto_reset
+from mopa.envs.wrappers import AutoReset
 from mopa.errors import CheckpointError, InvalidParameterError
 from mopa.players import Player, act_all, initial_player_carry
 
@@ -242,7 +243,7 @@ def generate(
                 f"player {t} acts for {player.num_agents} agents but team "
                 f"{env.team_names[t]!r} has {env.team_sizes[t]}"
             )
-    if not _has_auto_reset(env):
+    if not has_auto_reset(env):
         env = AutoReset(env)
     keys = jax.random.split(key, num_chains)
     record = _play_chains(
@@ -264,14 +265,6 @@ def generate(
         policy_names=policy_names,
         metadata=metadata,
     )
-
-
-def _has_auto_reset(env: Env) -> bool:
-    while isinstance(env, Wrapper):
-        if isinstance(env, AutoReset):
-            return True
-        env = env.env
-    return False
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))
