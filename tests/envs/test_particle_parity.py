@@ -133,10 +133,11 @@ def free_force(env, params, actions):
 
 @pytest.mark.parametrize(
     "overrides",
-    [{}, {"continuous_actions": True, "num_adversaries": 2, "num_good": 2}],
+    [{"continuous_actions": False}, {"num_adversaries": 2, "num_good": 2}],
 )
 def test_push_matches_jaxmarl_step_env(overrides):
-    """Discrete actions with MPE's team sizes; continuous with 2 v 2."""
+    """Discrete actions with MPE's team sizes; continuous (the default) with
+    2 v 2."""
     env, params = make("push", **overrides)
     states, actions, next_state = assert_matches_reference(env, params, seed=1)
     # Contacts happen and matter: without them the velocity update would be
@@ -149,9 +150,8 @@ def test_push_matches_jaxmarl_step_env(overrides):
 @pytest.mark.parametrize(
     "overrides",
     [
-        {},
+        {"continuous_actions": False},
         {
-            "continuous_actions": True,
             "num_adversaries": 2,
             "num_good": 3,
             "num_landmarks": 3,
@@ -159,8 +159,8 @@ def test_push_matches_jaxmarl_step_env(overrides):
     ],
 )
 def test_adversary_matches_jaxmarl_step_env(overrides):
-    """Discrete actions with MPE's team sizes; continuous with 2 v 3 and three
-    landmarks."""
+    """Discrete actions with MPE's team sizes; continuous (the default) with 2 v 3
+    and three landmarks."""
     env, params = make("adversary", **overrides)
     states, actions, next_state = assert_matches_reference(env, params, seed=3)
     # Nothing collides: the velocity update is exactly the free one.
@@ -194,8 +194,8 @@ def test_episode_length_differs_from_jaxmarl_as_documented(name):
     """mopa truncates on the 25th transition; JaxMARL's done comes on the 26th."""
     env, params = make(name)
     reference = make_reference(env)
-    noop = tuple(jnp.zeros(n, jnp.int32) for n in env.team_sizes)
-    ref_noop = {agent: 0 for agent in agent_names(env)}
+    noop = tuple(jnp.zeros((n, 5)) for n in env.team_sizes)
+    ref_noop = {agent: jnp.zeros(5) for agent in agent_names(env)}
 
     def both(carry, _):
         state, ref_state = carry
@@ -222,15 +222,17 @@ def test_episode_length_differs_from_jaxmarl_as_documented(name):
 
 def test_layout_spaces_and_global_state():
     """Observation sizes are JaxMARL's (8 and 19 for push, 8 and 10 for
-    adversary); the global state holds positions, velocities, landmarks, the goal
-    and the elapsed fraction."""
+    adversary); actions are continuous unless asked otherwise; the global state
+    holds positions, velocities, landmarks, the goal and the elapsed fraction."""
     push, push_params = make("push")
-    adversary, _ = make("adversary", continuous_actions=True)
+    adversary, _ = make("adversary", continuous_actions=False)
     assert [push.observation_space(t).shape for t in (0, 1)] == [(8,), (19,)]
     assert [adversary.observation_space(t).shape for t in (0, 1)] == [(8,), (10,)]
     assert adversary.team_sizes == (1, 2) and push.team_sizes == (1, 1)
-    assert adversary.action_space(GOOD).shape == (5,)
-    assert push.action_space(GOOD).n == 5
+    assert push.continuous_actions and not adversary.continuous_actions
+    assert push.action_space(GOOD).shape == (5,)
+    assert push.action_space(GOOD).low == 0.0 and push.action_space(GOOD).high == 1.0
+    assert adversary.action_space(GOOD).n == 5
     _, state = push.reset(jax.random.key(0), push_params)
     state = state.replace(goal=jnp.asarray(1), step=jnp.asarray(5))
     glob = push.global_state(state, push_params)

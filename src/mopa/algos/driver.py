@@ -109,6 +109,26 @@ def seed_sharding(num_seeds: int) -> NamedSharding | None:
     return NamedSharding(Mesh(np.array(devices), ("seed",)), PartitionSpec("seed"))
 
 
+def run_updates(update: Callable, carry: Any, n: jax.Array, length: int):
+    """``n <= length`` calls of ``update(carry) -> (carry, metrics)`` in one
+    ``fori_loop`` (traceable); returns ``(carry, rows)`` with every metric as a
+    ``[length, ...]`` float32 row array, NaN past ``n``."""
+    template = jax.eval_shape(update, carry)[1]
+    rows = jax.tree.map(
+        lambda x: jnp.full((length, *x.shape), jnp.nan, jnp.float32), template
+    )
+
+    def body(i, state):
+        carry, rows = state
+        carry, metrics = update(carry)
+        rows = jax.tree.map(
+            lambda r, m: r.at[i].set(m.astype(jnp.float32)), rows, metrics
+        )
+        return carry, rows
+
+    return jax.lax.fori_loop(0, n, body, (carry, rows))
+
+
 def compile_chunk(
     trainer: Trainer, length: int, sharding: NamedSharding | None = None
 ) -> Callable:
@@ -117,20 +137,7 @@ def compile_chunk(
     axis of the carry and the metrics stays split over its devices."""
 
     def run(carry, n):
-        template = jax.eval_shape(trainer.update, carry)[1]
-        rows = jax.tree.map(
-            lambda x: jnp.full((length, *x.shape), jnp.nan, jnp.float32), template
-        )
-
-        def body(i, state):
-            carry, rows = state
-            carry, metrics = trainer.update(carry)
-            rows = jax.tree.map(
-                lambda r, m: r.at[i].set(m.astype(jnp.float32)), rows, metrics
-            )
-            return carry, rows
-
-        return jax.lax.fori_loop(0, n, body, (carry, rows))
+        return run_updates(trainer.update, carry, n, length)
 
     if sharding is None:
         return jax.jit(jax.vmap(run, in_axes=(0, None)))

@@ -10,7 +10,17 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from mopa.cli import bench, envs, experiment, pola, reproduce, tournament, train
+from mopa.cli import (
+    bench,
+    envs,
+    experiment,
+    league,
+    lemol,
+    pola,
+    reproduce,
+    tournament,
+    train,
+)
 from mopa.errors import MopaError
 
 
@@ -27,7 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     experiment.add_parser(commands)
     reproduce.add_parser(commands)
     pola.add_parsers(commands)
+    lemol.add_parser(commands)
     tournament.add_parser(commands)
+    league.add_parser(commands)
     return parser
 
 

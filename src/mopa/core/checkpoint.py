@@ -262,3 +262,29 @@ def read_train_state(
             )
         restored.append(jnp.asarray(value))
     return int(data["chunk"]), jax.tree.unflatten(treedef, restored)
+
+
+def check_params_fit(
+    expected: Any, params: Any, error: type[Exception], where: str, what: str
+) -> None:
+    """Raise ``error`` unless ``params`` has exactly the arrays of ``expected`` (a
+    tree of arrays or shape structs, e.g. ``jax.eval_shape`` of an init), with the
+    same shapes. ``where`` starts the message (a path or an argument name);
+    ``what`` names what the weights must fit (e.g. ``"the vae config"``)."""
+    from flax import traverse_util
+
+    want = traverse_util.flatten_dict(serialization.to_state_dict(expected))
+    try:
+        got = traverse_util.flatten_dict(serialization.to_state_dict(params))
+    except (TypeError, ValueError, AttributeError):
+        raise error(f"{where}: the weights are not a nested dict of arrays") from None
+    if set(got) != set(want):
+        name = "/".join(sorted(set(want) ^ set(got))[0])
+        raise error(f"{where}: the weights do not fit {what} ({name})")
+    for name, spec in want.items():
+        shape = tuple(np.shape(got[name]))
+        if shape != tuple(spec.shape):
+            raise error(
+                f"{where}: weight {'/'.join(name)} has shape {shape}, {what} "
+                f"needs {tuple(spec.shape)}"
+            )

@@ -16,11 +16,12 @@ goal; the good agents know which, the adversaries do not.
   being far from it (the adversary must guess the goal from the good agents'
   moves). Nothing collides.
 
-Actions: ``Discrete(5)`` (0 no-op, 1 -x, 2 +x, 3 -y, 4 +y), or with
-``continuous_actions`` a ``Box(0, 1, (5,))`` vector ``a`` giving the force
-``accel * (a[2] - a[1], a[4] - a[3])`` (``a[0]`` is unused; values outside
-``[0, 1]`` are used as given, as in MPE). Force is ``accel`` (5) times the
-direction; there is no speed limit.
+Actions: continuous by default (``continuous_actions=True``, the action type of
+MADDPG's and LeMOL's particle-game experiments), a ``Box(0, 1, (5,))`` vector ``a``
+giving the force ``accel * (a[2] - a[1], a[4] - a[3])`` (``a[0]`` is unused;
+values outside ``[0, 1]`` are used as given, as in MPE); or, with
+``continuous_actions=False``, ``Discrete(5)`` (0 no-op, 1 -x, 2 +x, 3 -y, 4 +y).
+Force is ``accel`` (5) times the direction; there is no speed limit.
 
 Observations (``N`` agents, ``L`` landmarks, the other agents in index order):
 
@@ -114,7 +115,8 @@ class ParticleEnv(Env):
     num_adversaries: int = 1
     num_good: int = 1
     num_landmarks: int = 2
-    continuous_actions: bool = False
+    continuous_actions: bool = True
+    """``Box(0, 1, (5,))`` force vectors (default) or ``Discrete(5)`` moves."""
     base_params: ParticleParams = dataclasses.field(
         default_factory=ParticleParams, compare=False, hash=False
     )

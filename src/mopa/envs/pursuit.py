@@ -411,14 +411,28 @@ class PursuitEnv(Env):
         actions: TeamArrays,
         params: PursuitParams,
     ) -> StepOutput:
-        P, Y = self.num_predators, self.num_prey
+        del key  # the pursuit games are deterministic
         action = jnp.concatenate([a.astype(jnp.int32) for a in actions])  # [N]
         accel = self._agent_vector(params.predator_accel, params.prey_accel)
         force = action_directions(action) * accel[:, None]
         pos, vel = self._integrate(
             state.pos, state.vel, state.obstacle_pos, force, params
         )
+        return self.outcome(state, pos, vel, params)
 
+    def outcome(
+        self,
+        state: PursuitState,
+        pos: jax.Array,
+        vel: jax.Array,
+        params: PursuitParams,
+    ) -> StepOutput:
+        """The rest of a step once the physics gave the agents' new ``pos`` and
+        ``vel`` (``[N, 2]`` each) from ``state``: captures, every reward term, the
+        next state, its observations and ``info``. :meth:`step` is the physics
+        followed by this; a learned world model (:mod:`mopa.worldmodel`) supplies
+        its own ``pos`` and ``vel`` and keeps the game's rules."""
+        P, Y = self.num_predators, self.num_prey
         # Captures: predator-prey overlaps on the post-step state. [P, Y]
         gap = pos[:P, None, :] - pos[None, P:, :]
         overlap = (

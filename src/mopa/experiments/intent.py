@@ -10,12 +10,16 @@ Stages (each reused when re-run with the same config, see
    ``exp6_mappo_*``); an interrupted stage resumes its run.
 2. ``encoders``: a dataset of the oracle-condition prey against the oracle
    predators, then the supervised prefix classifier (belief (a), temperature
-   fitted on held-out prefixes), the JEPA with its arrival readout (belief (b);
+   fitted on held-out prefixes) and the JEPA with its arrival readout (belief (b);
    its temperature is fitted against the corner nearest each held-out
-   trajectory's arrival, so no intent label is used) and the behaviour clone
-   ``pi(a | s, z)`` of the prey (for the Bayes belief of ``bc_belief_planner``).
+   trajectory's arrival, so no intent label is used); and a dataset of the
+   belief-condition prey against its predators, on which one behaviour clone
+   ``pi(a | s, z)`` per seed is trained (the prey model of ``bc_belief_planner``).
 3. ``calibration``: accuracy and expected calibration error by step, and the
-   reliability diagram, of the online beliefs on held-out trajectories.
+   reliability diagram, of the online beliefs on held-out trajectories;
+   ``world_models``: a state-space ensemble and a JEPA latent world model trained
+   on the encoder dataset (:mod:`mopa.worldmodel`), with their open-loop 5-step
+   position RMSE on its held-out episodes.
 4. ``eval_paired`` and ``eval_common``: the evaluation conditions (see
    :data:`CONDITIONS`) under the paired protocol (each condition against the prey
    co-trained with its predators: unaware vs the unaware-condition prey; oracle,
@@ -30,22 +34,28 @@ Stages (each reused when re-run with the same config, see
 ``results.json`` holds exactly the issue's schema; the report step
 (:mod:`mopa.report.intent_report`) adds ``results.md``, the plots, the GIF,
 ``report.html`` and ``details.json`` (per-seed and per-prey numbers, the
-encoders' figures, the calibration of every belief source). Conditions not built
-(``mcts_planner``, ``wm_ssm_planner``, ``wm_jepa_planner``) are left out of
-``conditions`` and listed as missing in ``results.md``; ``wm_rmse_5step`` holds
-``null`` for the world models.
+encoders' figures, the calibration of every belief source, the world models'
+errors by step).
+
+The online belief is exact Bayes from the prey's own policy (belief (c)): each
+step the prey's last action is recovered from the transition and the belief is
+multiplied by ``p(a | s, k)`` under every corner ``k``. The evaluated prey takes
+its actor's mode, so with ``greedy_prey_model`` the likelihood is that of the
+argmax (mixed with a uniform ``bayes_epsilon``) and the planners' rollouts play the
+prey's argmax under the sampled corner.
 
 Conditions: ``unaware`` (the unaware predators); ``oracle`` (the oracle predators
 fed the true corner); ``oracle_random_intent`` (fed a corner drawn per episode);
 ``hard_inference`` (the oracle predators fed the one-hot argmax of the online
-classifier belief, committed after ``commit_step`` positions; the running argmax
-before); ``belief_reactive`` (the belief predators fed the online classifier
-belief, updated every step); the planners (the joint lookahead of
-:func:`_planner`, the belief predators as their policy after the root):
-``belief_planner`` (classifier belief, the prey's own policy sampled under intents
-drawn from it), ``flat_belief_planner`` (uniform belief), ``jepa_belief_planner``
-(the JEPA belief) and ``bc_belief_planner`` (the Bayes belief of the behaviour
-clone, and the clone as the rollout opponent: no access to the true prey).
+belief, committed after ``commit_step`` steps; the running argmax before);
+``belief_reactive`` (the belief predators fed the online belief, updated every
+step); the planners (the joint lookahead of :func:`_planner`, the belief predators
+as their policy after the root): ``belief_planner`` (the online belief, the prey's
+own policy in the rollouts under corners drawn from it), ``flat_belief_planner``
+(uniform belief), ``jepa_belief_planner`` (the JEPA belief: no labels anywhere),
+``supervised_belief_planner`` (the supervised classifier's belief, the research's
+choice) and ``bc_belief_planner`` (Bayes under the behaviour clone, and the clone
+in the rollouts: no access to the true prey).
 
 In the common-opponent protocol the planners keep the prey model they plan with
 (the belief-condition prey of their seed, or the behaviour clone): a planner does
@@ -118,10 +128,26 @@ from mopa.planning import (
     LookaheadConfig,
     LookaheadParams,
     LookaheadPlayer,
+    MCTSConfig,
+    MCTSPlayer,
     PolicyOpponentModel,
+    simulator_steps_per_decision,
 )
 from mopa.players import PolicyPlayer, act_all, initial_player_carry
 from mopa.policy import PolicySpec
+from mopa.worldmodel import (
+    JEPAWorldConfig,
+    LearnedDynamicsEnv,
+    LearnedDynamicsParams,
+    SSMConfig,
+    constant_rmse_by_step,
+    dynamics_of,
+    episodes_from_dataset,
+    load_world_model,
+    rmse_by_step,
+    save_world_model,
+)
+from mopa.worldmodel import make_train as make_world_train
 
 TRAIN_CONDITIONS = ("unaware", "oracle", "belief")
 """Training conditions (presets ``exp6_mappo_<condition>``)."""
@@ -135,11 +161,15 @@ CONDITIONS = (
     "belief_planner",
     "flat_belief_planner",
     "jepa_belief_planner",
+    "supervised_belief_planner",
     "bc_belief_planner",
+    "mcts_planner",
+    "wm_ssm_planner",
+    "wm_jepa_planner",
 )
 """Evaluation conditions mopa builds, in table order."""
 
-MISSING_CONDITIONS = ("mcts_planner", "wm_ssm_planner", "wm_jepa_planner")
+MISSING_CONDITIONS: tuple[str, ...] = ()
 """Conditions of the issue not built yet (left out of ``conditions``)."""
 
 PAIRED_PREY = {
@@ -151,7 +181,11 @@ PAIRED_PREY = {
     "belief_planner": "belief",
     "flat_belief_planner": "belief",
     "jepa_belief_planner": "belief",
+    "supervised_belief_planner": "belief",
     "bc_belief_planner": "belief",
+    "mcts_planner": "belief",
+    "wm_ssm_planner": "belief",
+    "wm_jepa_planner": "belief",
 }
 """The training condition whose prey each evaluation condition meets in the
 paired protocol (the research's pairing, ``intent.md``)."""
@@ -165,6 +199,8 @@ RESEARCH = {
     "belief_planner": 4.31,
     "flat_belief_planner": 3.07,
     "jepa_belief_planner": 4.08,
+    "wm_ssm_planner": 2.53,
+    "wm_jepa_planner": 0.57,
 }
 """Captures per episode in the research's Exp 6 write-up."""
 
@@ -209,6 +245,12 @@ class IntentConfig:
     """Jitted chunks per training run (progress and resumption points)."""
     data_episodes_per_seed: int = 150
     """Encoder dataset: episodes of each oracle-condition seed."""
+    clone_episodes_per_seed: int = 1200
+    """Behaviour-clone dataset: episodes of each belief-condition seed."""
+    clone_temperature: float = 0.3
+    """The clone planner's rollouts sample the clone's softmax at this temperature
+    (a clone is an imperfect model of a greedy prey; sampling hedges its
+    mistakes); 0 plays its argmax."""
     grid_size: int = 8
     """Occupancy cells per axis of the encoders' input."""
     classifier_updates: int = 3000
@@ -217,25 +259,41 @@ class IntentConfig:
     """Adam updates of the JEPA."""
     jepa_target_length: int = 5
     """Steps in the JEPA's target window."""
-    bc_epochs: int = 20
+    bc_epochs: int = 30
     """Passes of the behaviour clone over its data."""
     min_belief_steps: int = 1
     """The prefix beliefs stay uniform until this many positions are seen."""
     commit_step: int = 8
     """``hard_inference`` commits to the argmax after this many steps."""
     bayes_epsilon: float = 0.05
-    """Uniform mixing of the Bayes likelihood (the prey plays greedily)."""
+    """Uniform mixing of the Bayes likelihoods (a model's mistakes cannot rule the
+    true corner out for good)."""
+    greedy_prey_model: bool = True
+    """The evaluated prey takes its actor's mode, so model it that way: the
+    planners' rollouts play the prey model's argmax and the Bayes beliefs use the
+    argmax likelihood. ``False`` samples the model's softmax in both (as the
+    research's planner does)."""
     eval_episodes: int = 100
     """Episodes per seed of every condition (both protocols)."""
-    planner_rollouts: int = 8
-    """Rollouts per candidate joint action."""
+    planner_rollouts: int = 4
+    """Rollouts per candidate joint action (the research used 8 for a sampled
+    prey; the greedy prey model makes a rollout depend only on its corner)."""
     planner_horizon: int = 5
     """Steps per rollout."""
     planner_gamma: float = 0.95
     """Discount inside rollouts."""
+    mcts_particles: int = 8
+    """Corners drawn from the belief per decision of the tree search (its
+    simulations follow from the lookahead's simulator budget)."""
     distance_weight: float = 1.0
     """Weight of the imagined prey's distance to the nearest predator at the
     horizon (subtracted from the discounted captures)."""
+    wm_updates: int = 2000
+    """Adam updates of each learned world model."""
+    wm_members: int = 5
+    """Members of the state-space model ensemble."""
+    wm_jepa_rollout_steps: int = 3
+    """Steps the JEPA world model's latent is rolled in training."""
     calibration_bins: int = 10
     """Confidence bins of the ECE and the reliability diagram."""
     gif_size: int = 320
@@ -244,10 +302,13 @@ class IntentConfig:
     def __post_init__(self):
         for name in (
             "num_seeds", "train_steps", "train_envs", "train_rollout",
-            "train_chunks", "data_episodes_per_seed", "grid_size",
+            "train_chunks", "data_episodes_per_seed", "clone_episodes_per_seed",
+            "grid_size",
             "classifier_updates", "jepa_updates", "jepa_target_length",
             "bc_epochs", "min_belief_steps", "commit_step", "eval_episodes",
             "planner_rollouts", "planner_horizon", "calibration_bins",
+            "mcts_particles",
+            "wm_updates", "wm_members", "wm_jepa_rollout_steps",
         ):  # fmt: skip
             if getattr(self, name) < 1:
                 raise InvalidParameterError(
@@ -257,6 +318,10 @@ class IntentConfig:
             raise InvalidParameterError(
                 f"planner_gamma must be in (0, 1], got {self.planner_gamma}"
             )
+        if self.clone_temperature < 0:
+            raise InvalidParameterError(
+                f"clone_temperature must be >= 0, got {self.clone_temperature}"
+            )
         if not 0.0 <= self.bayes_epsilon < 1.0:
             raise InvalidParameterError(
                 f"bayes_epsilon must be in [0, 1), got {self.bayes_epsilon}"
@@ -265,6 +330,11 @@ class IntentConfig:
             raise InvalidParameterError(
                 "data_episodes_per_seed must be >= 8 (train, validation and test "
                 f"splits of four intents), got {self.data_episodes_per_seed}"
+            )
+        if self.clone_episodes_per_seed < 5:
+            raise InvalidParameterError(
+                "clone_episodes_per_seed must be >= 5 (fit and test splits of four "
+                f"intents), got {self.clone_episodes_per_seed}"
             )
 
 
@@ -277,12 +347,17 @@ PROFILES = {
         train_rollout=64,
         train_chunks=2,
         data_episodes_per_seed=48,
+        clone_episodes_per_seed=16,
         classifier_updates=100,
         jepa_updates=100,
         bc_epochs=2,
+        wm_updates=20,
+        wm_members=2,
+        wm_jepa_rollout_steps=1,
         eval_episodes=6,
         planner_rollouts=2,
         planner_horizon=2,
+        mcts_particles=2,
         gif_size=128,
     ),
 }
@@ -362,16 +437,17 @@ def _positions_labels(dataset) -> tuple[np.ndarray, np.ndarray]:
     return positions, dataset.episode_labels("intent")
 
 
-def _encoders(config: IntentConfig, oracle_folder: Path, folder: Path) -> dict:
+def _dataset(teams_folder: Path, episodes_per_seed: int, key: jax.Array) -> list:
+    """Labelled episodes of a training condition's prey against its predators,
+    one dataset per seed (``seed_index`` labels the seed)."""
     env, params = intent_game()
-    teams = _teams(oracle_folder)
+    teams = _teams(teams_folder)
     (pred_spec, pred_params), (prey_spec, prey_params) = (
         teams["predator"],
         teams["prey"],
     )
     players = (PolicyPlayer(pred_spec), PolicyPlayer(prey_spec))
     num_seeds = jax.tree.leaves(pred_params)[0].shape[0]
-    key = jax.random.key(config.seed)
     parts = []
     for s in range(num_seeds):
         seed_params = jax.tree.map(lambda x, s=s: x[s], (pred_params, prey_params))
@@ -382,11 +458,39 @@ def _encoders(config: IntentConfig, oracle_folder: Path, folder: Path) -> dict:
                 players,
                 seed_params,
                 jax.random.fold_in(key, s),
-                num_chains=config.data_episodes_per_seed,
+                num_chains=episodes_per_seed,
                 seed_index=s,
             )
         )
-    dataset = concatenate(parts)
+    return parts
+
+
+def _seed_parts(dataset) -> list:
+    """``dataset``'s chains of each seed, by ``seed_index``."""
+    seeds = dataset["seed_index"]
+    return [dataset.select(np.flatnonzero(seeds == s)) for s in np.unique(seeds)]
+
+
+def _clone_arrays(dataset, K: int):
+    """The prey's observations without the intent ``[N, D]``, its actions ``[N]``
+    and the intent one-hots ``[N, K]`` of every step of ``dataset``."""
+    obs = dataset.episodes("obs.prey")[:, :, 0, :]  # [M, T, D + K]
+    actions = dataset.episodes("actions.prey")[:, :, 0]  # [M, T]
+    labels = dataset.episode_labels("intent")
+    z = np.repeat(np.eye(K)[labels][:, None, :], dataset.horizon, 1)
+    return (
+        jnp.asarray(obs[..., :-K].reshape(-1, obs.shape[-1] - K)),
+        jnp.asarray(actions.reshape(-1)),
+        jnp.asarray(z.reshape(-1, K)),
+    )
+
+
+def _encoders(
+    config: IntentConfig, oracle_folder: Path, belief_folder: Path, folder: Path
+) -> dict:
+    env, params = intent_game()
+    key = jax.random.key(config.seed)
+    dataset = concatenate(_dataset(oracle_folder, config.data_episodes_per_seed, key))
     save_dataset(folder / "dataset.npz", dataset)
     fit, validation, test = _splits(dataset, config.seed)
     K = len(INTENT_CORNERS)
@@ -437,46 +541,111 @@ def _encoders(config: IntentConfig, oracle_folder: Path, folder: Path) -> dict:
         metadata={"temperature": j_temperature},
     )
 
-    # The behaviour clone pi(a | s, z) of the prey, z the intent one-hot.
+    # The behaviour clone pi(a | s, z), z the intent one-hot, of the prey the
+    # planners face in the paired protocol (the belief-condition prey), from its
+    # own episodes against its predators.
+    # One clone per seed (each seed's prey is its own policy), trained together.
+    clone_parts = _dataset(
+        belief_folder, config.clone_episodes_per_seed, jax.random.fold_in(key, 1)
+    )
+    save_dataset(folder / "clone_dataset.npz", concatenate(clone_parts))
+    splits = [split(part, 0.2, config.seed, stratify="intent") for part in clone_parts]
+    fit_arrays = [_clone_arrays(fit_part, K) for fit_part, _ in splits]
+    n = min(len(arrays[1]) for arrays in fit_arrays)
+    stacked = [jnp.stack([arrays[i][:n] for arrays in fit_arrays]) for i in range(3)]
     b_config = bc_config(config)
-    obs = fit.episodes("obs.prey")[:, :, 0, :]  # [M, T, D]
-    actions = fit.episodes("actions.prey")[:, :, 0]  # [M, T]
-    z = np.repeat(np.eye(K)[labels][:, None, :], fit.horizon, 1)
-    b_params, b_metrics = jax.jit(bc_lib.make_train(b_config))(
-        key_bc,
-        jnp.asarray(obs[..., :-K].reshape(-1, obs.shape[-1] - K)),
-        jnp.asarray(actions.reshape(-1)),
-        jnp.asarray(z.reshape(-1, K)),
+    b_params, b_metrics = jax.jit(jax.vmap(bc_lib.make_train(b_config)))(
+        jax.random.split(key_bc, len(clone_parts)), *stacked
     )
     write_msgpack(
         folder / "bc.msgpack",
         {"format": "mopa-intent-bc", "version": 1, "params": jax.device_get(b_params)},
     )
-    t_obs = test.episodes("obs.prey")[:, :, 0, :]
-    t_actions = test.episodes("actions.prey")[:, :, 0]
-    t_z = np.repeat(
-        np.eye(K)[test.episode_labels("intent")][:, None, :], test.horizon, 1
-    )
-    match = bc_lib.action_match(
-        b_config,
-        b_params,
-        jnp.asarray(t_obs[..., :-K].reshape(-1, obs.shape[-1] - K)),
-        jnp.asarray(t_actions.reshape(-1)),
-        jnp.asarray(t_z.reshape(-1, K)),
+    match = np.mean(
+        [
+            float(
+                bc_lib.action_match(
+                    b_config,
+                    jax.tree.map(lambda x, s=s: x[s], b_params),
+                    *_clone_arrays(test_part, K),
+                )
+            )
+            for s, (_, test_part) in enumerate(splits)
+        ]
     )
     return {
         "num_episodes": {
             "fit": fit.num_episodes,
             "validation": validation.num_episodes,
             "test": test.num_episodes,
+            "clone_fit": sum(part.num_episodes for part, _ in splits),
+            "clone_test": sum(part.num_episodes for _, part in splits),
         },
         "classifier_temperature": float(c_temperature),
         "classifier_final_loss": float(np.asarray(c_metrics["loss"])[-1]),
         "jepa_temperature": float(j_temperature),
         "jepa_final_loss": float(np.asarray(j_metrics["loss"])[-1]),
-        "bc_final_loss": float(np.asarray(b_metrics.loss)[-1]),
+        "bc_final_loss": float(np.asarray(b_metrics.loss)[:, -1].mean()),
         "bc_test_action_match": float(match),
     }
+
+
+# -- learned world models ------------------------------------------------------------
+WORLD_MODELS = ("ssm", "jepa")
+"""The learned world models (``wm_<name>_planner``)."""
+
+
+def world_model_configs(config: IntentConfig, num_agents: int) -> dict:
+    """``{name: config}`` of the learned world models."""
+    return {
+        "ssm": SSMConfig(
+            num_agents=num_agents,
+            num_members=config.wm_members,
+            num_updates=config.wm_updates,
+        ),
+        "jepa": JEPAWorldConfig(
+            num_agents=num_agents,
+            num_updates=config.wm_updates,
+            rollout_steps=config.wm_jepa_rollout_steps,
+        ),
+    }
+
+
+def _world_dynamics(wm_config):
+    """The dynamics the planner rolls: an ensemble member drawn every step (one
+    network per step instead of all of them), or the JEPA."""
+    return dynamics_of(wm_config, member="sample")
+
+
+def _world_models(config: IntentConfig, encoder_folder: Path, folder: Path) -> dict:
+    """Train both world models on the encoder dataset's fit and validation
+    episodes; their open-loop position RMSE by step on its test episodes."""
+    env, _ = intent_game()
+    fit, validation, test = _splits(
+        load_dataset(encoder_folder / "dataset.npz"), config.seed
+    )
+    train = episodes_from_dataset(concatenate([fit, validation]))
+    held_out = episodes_from_dataset(test)
+    key = jax.random.fold_in(jax.random.key(config.seed), 23)
+    out = {}
+    configs = world_model_configs(config, env.num_agents)
+    for i, (name, wm_config) in enumerate(configs.items()):
+        wm_params, metrics = jax.jit(make_world_train(wm_config))(
+            jax.random.fold_in(key, i), train
+        )
+        dynamics = _world_dynamics(wm_config)
+        by_step = rmse_by_step(dynamics, wm_params, held_out, k=5)
+        through = rmse_by_step(dynamics, wm_params, held_out, k=5, through_state=True)
+        out[name] = {
+            "rmse_5step": float(by_step[-1]),
+            "rmse_by_step": np.asarray(by_step).tolist(),
+            "rmse_5step_through_state": float(through[-1]),
+            "final_loss": float(np.asarray(metrics["loss"])[-1]),
+        }
+        save_world_model(folder / f"{name}.msgpack", wm_config, wm_params, out[name])
+    baseline = constant_rmse_by_step(held_out, k=5)
+    out["standing_still_rmse_5step"] = float(np.asarray(baseline)[-1])
+    return out
 
 
 def _load_encoders(folder: Path):
@@ -491,7 +660,11 @@ def _load_encoders(folder: Path):
 
 # -- calibration -------------------------------------------------------------------
 def _calibration(
-    config: IntentConfig, encoders: dict, encoder_folder: Path, folder: Path
+    config: IntentConfig,
+    encoders: dict,
+    encoder_folder: Path,
+    oracle_folder: Path,
+    folder: Path,
 ) -> dict:
     env, params = intent_game()
     K = len(INTENT_CORNERS)
@@ -522,18 +695,46 @@ def _calibration(
         )(jnp.asarray(positions))
         for name, (fn, t) in sources.items()
     }
-    # Bayes from the clone: the belief at step t has seen the actions before t.
-    clone = bc_lib.bc_log_probs_fn(bc_config(config), bc_params, K)
-    obs = jnp.asarray(test.episodes("obs.prey")[:, :, 0, :])
-    actions = jnp.asarray(test.episodes("actions.prey")[:, :, 0])
-    after = jax.jit(
-        jax.vmap(lambda o, a: bayes_beliefs(clone, o, a, K, config.bayes_epsilon))
-    )(obs, actions)
-    uniform = jnp.full((after.shape[0], 1, K), 1.0 / K)
-    beliefs["bc_bayes"] = jnp.concatenate([uniform, after[:, :-1]], 1)
-    out: dict[str, Any] = {"num_episodes": int(len(labels))}
-    labels = jnp.asarray(labels)
+    # Bayes: the belief at step t has seen the actions before t. From the prey's
+    # own policy (the online belief; the oracle-condition prey of each episode's
+    # seed, on the held-out episodes above), and from the behaviour clone (on the
+    # held-out episodes of the prey it clones).
+    prey_spec, prey_params = _teams(oracle_folder)["prey"]
+    clone_data = load_dataset(encoder_folder / "clone_dataset.npz")
+    clone_test = concatenate(
+        [
+            split(part, 0.2, config.seed, stratify="intent")[1]
+            for part in _seed_parts(clone_data)
+        ]
+    )
+    obs_size = prey_spec.obs_size - K
+    clone_spec = bc_lib.bc_policy_spec(bc_config(config), obs_size, K)
+    greedy = config.greedy_prey_model
+    bayes_labels = {}
+    for name, data, model, stacked in (
+        ("bayes", test, PreyModel(prey_spec, greedy), prey_params),
+        ("bc_bayes", clone_test, PreyModel(clone_spec, greedy), bc_params),
+    ):
+
+        def after(o, a, s, model=model, stacked=stacked):
+            p = jax.tree.map(lambda x: x[s], stacked)
+            fn = lambda ob: model.log_probs(p, ob, K)  # noqa: E731
+            return bayes_beliefs(fn, o, a, K, config.bayes_epsilon)
+
+        updated = jax.jit(jax.vmap(after))(
+            jnp.asarray(data.episodes("obs.prey")[:, :, 0, :]),
+            jnp.asarray(data.episodes("actions.prey")[:, :, 0]),
+            jnp.asarray(data.episode_labels("seed_index")),
+        )
+        uniform = jnp.full((updated.shape[0], 1, K), 1.0 / K)
+        beliefs[name] = jnp.concatenate([uniform, updated[:, :-1]], 1)
+        bayes_labels[name] = data.episode_labels("intent")
+    out: dict[str, Any] = {
+        "num_episodes": int(len(labels)),
+        "num_episodes_bc_bayes": int(len(bayes_labels["bc_bayes"])),
+    }
     for name, belief in beliefs.items():
+        labels = jnp.asarray(bayes_labels.get(name, test.episode_labels("intent")))
         diagram = reliability_diagram(
             belief.reshape(-1, K),
             jnp.repeat(labels, belief.shape[1]),
@@ -573,7 +774,9 @@ def _prey_distance_leaf(params, state, obs) -> jax.Array:
     return -jnp.min(jnp.sqrt(jnp.sum(gap * gap, -1)))
 
 
-def _planner(config, env, own_spec, opponent_spec) -> LookaheadPlayer:
+def _planner(config, env, own_spec, opponent_spec, clone=False) -> LookaheadPlayer:
+    """The joint lookahead of the planner conditions; ``clone``: the rollout prey
+    is the behaviour clone (sampled at ``clone_temperature``)."""
     K = env.num_intents
     lookahead = LookaheadConfig(
         num_rollouts=config.planner_rollouts,
@@ -583,19 +786,57 @@ def _planner(config, env, own_spec, opponent_spec) -> LookaheadPlayer:
         leaf_weight=config.distance_weight
         / config.planner_gamma**config.planner_horizon,
     )
-    model = IntentConditionedModel(PolicyOpponentModel(opponent_spec, team=PREY), K)
+    if clone and config.clone_temperature > 0:
+        prey = PolicyOpponentModel(
+            opponent_spec, team=PREY, temperature=config.clone_temperature
+        )
+    else:
+        prey = PolicyOpponentModel(
+            opponent_spec, team=PREY, greedy=config.greedy_prey_model
+        )
     return LookaheadPlayer(
         env=env,
         team=PREDATOR,
         config=lookahead,
-        opponent_model=model,
+        opponent_model=IntentConditionedModel(prey, K),
         own_spec=own_spec,
         reward_fn=_captures_reward,
         leaf_fn=_prey_distance_leaf,
     )
 
 
-def build_entries(config: IntentConfig, teams: dict, encoder_folder: Path) -> dict:
+def _mcts_planner(config, env, own_spec, opponent_spec) -> MCTSPlayer:
+    """The tree search of ``mcts_planner``: Gumbel MuZero over the same joint
+    actions, at the lookahead's simulator budget (steps per decision), with one
+    particle per rollout and the same leaf term."""
+    lookahead = _planner(config, env, own_spec, opponent_spec)
+    search = MCTSConfig.for_budget(
+        simulator_steps_per_decision(lookahead),
+        num_particles=config.mcts_particles,
+        leaf_horizon=config.planner_horizon - 1,  # one tree step, then the rollout
+        gamma=config.planner_gamma,
+        leaf_weight=lookahead.config.leaf_weight,
+        gumbel_scale=0.0,
+    )
+    return MCTSPlayer(
+        env=env,
+        team=PREDATOR,
+        config=search,
+        opponent_model=lookahead.opponent_model,
+        own_spec=own_spec,
+        reward_fn=_captures_reward,
+        leaf_fn=_prey_distance_leaf,
+    )
+
+
+BELIEF_SOURCES = ("bayes", "classifier", "jepa", "flat")
+"""Belief sources of the predators that keep one (``params.source`` indexes
+them); ``bayes`` (exact Bayes from the prey's own policy) is the online belief."""
+
+
+def build_entries(
+    config: IntentConfig, teams: dict, encoder_folder: Path, wm_folder: Path
+) -> dict:
     """Every evaluation condition as a tournament entry, and the prey entries.
 
     Returns:
@@ -615,6 +856,7 @@ def build_entries(config: IntentConfig, teams: dict, encoder_folder: Path) -> di
     oracle_spec, oracle_params = teams["oracle"]["predator"]
     belief_spec, belief_params = teams["belief"]["predator"]
     S = jax.tree.leaves(oracle_params)[0].shape[0]
+    greedy = config.greedy_prey_model
     common = dict(
         classifier=c_config,
         jepa=j_config,
@@ -624,25 +866,42 @@ def build_entries(config: IntentConfig, teams: dict, encoder_folder: Path) -> di
         bayes_epsilon=config.bayes_epsilon,
     )
     unaware = IntentPredator(env, unaware_spec, feed_none=True, **common)
-    reactive = IntentPredator(env, oracle_spec, sources=("classifier",), **common)
+    reactive = IntentPredator(
+        env,
+        oracle_spec,
+        sources=BELIEF_SOURCES,
+        prey_model=PreyModel(prey_spec, greedy),
+        **common,
+    )
     true_planner = IntentPredator(
         env,
         belief_spec,
-        sources=("classifier", "jepa", "flat"),
+        sources=BELIEF_SOURCES,
         planner=_planner(config, env, belief_spec, prey_spec),
+        prey_model=PreyModel(prey_spec, greedy),
         **common,
     )
     clone_planner = IntentPredator(
         env,
         belief_spec,
         sources=("bayes",),
-        planner=_planner(config, env, belief_spec, clone_spec),
-        prey_model=PreyModel(clone_spec),
+        planner=_planner(config, env, belief_spec, clone_spec, clone=True),
+        prey_model=PreyModel(clone_spec, greedy),
+        **common,
+    )
+    mcts_planner = IntentPredator(
+        env,
+        belief_spec,
+        sources=BELIEF_SOURCES,
+        planner=_mcts_planner(config, env, belief_spec, prey_spec),
+        prey_model=PreyModel(prey_spec, greedy),
         **common,
     )
     uniform = jnp.full((K,), 1.0 / K)
 
-    def entry_params(policy_params, source, feed, planner_opponent=None):
+    def entry_params(policy_params, source, feed, prey_params, planner_opponent=None):
+        """``prey_params``: the Bayes source's prey model (``[S]``-stacked);
+        ``planner_opponent``: the planner's rollout prey, if it plans."""
         shared = broadcast_seeds(
             dict(
                 env_params=params,
@@ -650,8 +909,7 @@ def build_entries(config: IntentConfig, teams: dict, encoder_folder: Path) -> di
                 classifier_temperature=jnp.float32(encoders["classifier_temperature"]),
                 jepa_params=j_params,
                 jepa_temperature=jnp.float32(encoders["jepa_temperature"]),
-                bayes_params=bc_params,
-                source=jnp.int32(source),
+                source=jnp.int32(BELIEF_SOURCES.index(source)),
                 feed=jnp.int32(FEEDS.index(feed)),
             ),
             S,
@@ -666,34 +924,80 @@ def build_entries(config: IntentConfig, teams: dict, encoder_folder: Path) -> di
                 ),
             )
         return IntentPredatorParams(
-            policy_params=policy_params, planner_params=planner_params, **shared
+            policy_params=policy_params,
+            planner_params=planner_params,
+            bayes_params=prey_params,
+            **shared,
         )
 
+    # Each predator models the prey it was co-trained with (its seed's); the
+    # clone planner models the behaviour clone only.
+    prey_oracle = teams["oracle"]["prey"][1]
     prey_belief = teams["belief"]["prey"][1]
-    clone = broadcast_seeds(bc_params, S)
+    clone = bc_params  # one clone per seed
+    oracle_fed = dict(source="bayes", prey_params=prey_oracle)
+    planning = dict(
+        feed="belief", prey_params=prey_belief, planner_opponent=prey_belief
+    )
     predators = {
-        "unaware": (unaware, entry_params(unaware_params, 0, "none")),
-        "oracle": (reactive, entry_params(oracle_params, 0, "true")),
-        "oracle_random_intent": (reactive, entry_params(oracle_params, 0, "random")),
-        "hard_inference": (reactive, entry_params(oracle_params, 0, "commit")),
-        "belief_reactive": (reactive, entry_params(belief_params, 0, "belief")),
+        "unaware": (
+            unaware,
+            entry_params(unaware_params, "flat", "none", prey_oracle),
+        ),
+        "oracle": (reactive, entry_params(oracle_params, feed="true", **oracle_fed)),
+        "oracle_random_intent": (
+            reactive,
+            entry_params(oracle_params, feed="random", **oracle_fed),
+        ),
+        "hard_inference": (
+            reactive,
+            entry_params(oracle_params, feed="commit", **oracle_fed),
+        ),
+        "belief_reactive": (
+            reactive,
+            entry_params(belief_params, "bayes", "belief", prey_belief),
+        ),
         "belief_planner": (
             true_planner,
-            entry_params(belief_params, 0, "belief", prey_belief),
+            entry_params(belief_params, "bayes", **planning),
         ),
         "flat_belief_planner": (
             true_planner,
-            entry_params(belief_params, 2, "belief", prey_belief),
+            entry_params(belief_params, "flat", **planning),
         ),
         "jepa_belief_planner": (
             true_planner,
-            entry_params(belief_params, 1, "belief", prey_belief),
+            entry_params(belief_params, "jepa", **planning),
+        ),
+        "supervised_belief_planner": (
+            true_planner,
+            entry_params(belief_params, "classifier", **planning),
         ),
         "bc_belief_planner": (
             clone_planner,
-            entry_params(belief_params, 0, "belief", clone),
+            entry_params(
+                belief_params, "bayes", "belief", clone, planner_opponent=clone
+            ),
+        ),
+        "mcts_planner": (
+            mcts_planner,
+            entry_params(belief_params, "bayes", **planning),
         ),
     }
+    # The belief planner rolled through each learned world model: the game's
+    # rewards and observations, the model's physics.
+    base_player, base_params = predators["belief_planner"]
+    for name in WORLD_MODELS:
+        wm_config, wm_params, _ = load_world_model(wm_folder / f"{name}.msgpack")
+        wm_env = LearnedDynamicsEnv(env, _world_dynamics(wm_config))
+        planner = dataclasses.replace(base_player.planner, env=wm_env)
+        planner_params = base_params.planner_params.replace(
+            env_params=broadcast_seeds(LearnedDynamicsParams(params, wm_params), S)
+        )
+        predators[f"wm_{name}_planner"] = (
+            dataclasses.replace(base_player, planner=planner),
+            base_params.replace(planner_params=planner_params),
+        )
     prey = {
         condition: TournamentEntry(
             f"prey_{condition}",
@@ -724,9 +1028,9 @@ def _stats(values: np.ndarray, num_seeds: int) -> dict:
     }
 
 
-def _eval_paired(config, teams, encoder_folder, folder, progress) -> dict:
+def _eval_paired(config, teams, encoder_folder, wm_folder, folder, progress) -> dict:
     env, params = intent_game()
-    entries = build_entries(config, teams, encoder_folder)
+    entries = build_entries(config, teams, encoder_folder, wm_folder)
     S = jax.tree.leaves(teams["oracle"]["prey"][1])[0].shape[0]
     conditions, seed_means = {}, {}
     for prey_condition in TRAIN_CONDITIONS:
@@ -765,9 +1069,9 @@ def common_episodes(config: IntentConfig, num_seeds: int) -> int:
     return math.ceil(config.eval_episodes / (len(TRAIN_CONDITIONS) * num_seeds))
 
 
-def _eval_common(config, teams, encoder_folder, folder, progress) -> dict:
+def _eval_common(config, teams, encoder_folder, wm_folder, folder, progress) -> dict:
     env, params = intent_game()
-    entries = build_entries(config, teams, encoder_folder)
+    entries = build_entries(config, teams, encoder_folder, wm_folder)
     S = jax.tree.leaves(teams["oracle"]["prey"][1])[0].shape[0]
     progress(f"[eval_common] {len(CONDITIONS)} conditions vs the pool of prey")
     result = play_tournament(
@@ -824,11 +1128,11 @@ def record_episode(env, params, players, player_params, key, horizon: int):
     return play(player_params, key)
 
 
-def _gif(config, teams, encoder_folder, folder) -> dict:
+def _gif(config, teams, encoder_folder, wm_folder, folder) -> dict:
     from mopa.report.render import render_episode, save_gif
 
     env, params = intent_game()
-    entries = build_entries(config, teams, encoder_folder)
+    entries = build_entries(config, teams, encoder_folder, wm_folder)
     planner = entries["predators"]["belief_planner"]
     prey = entries["prey"]["belief"]
     first = lambda tree: jax.tree.map(lambda x: x[0], tree)  # noqa: E731
@@ -877,47 +1181,65 @@ def run_intent(config: IntentConfig, seeds: int | None, progress, stages) -> dic
         )
         teams[condition] = _teams(stages.folder(name))
     stage_config = dataclasses.asdict(config)
-    encoder_config = {"train": train_configs["oracle"], "config": stage_config}
+    encoder_config = {
+        "train": train_configs["oracle"],
+        "train_belief": train_configs["belief"],
+        "config": stage_config,
+    }
     encoder_folder = stages.folder("encoders")
     encoders = stages.run(
         "encoders",
         encoder_config,
-        lambda folder: _encoders(config, stages.folder("train_oracle"), folder),
+        lambda folder: _encoders(
+            config, stages.folder("train_oracle"), stages.folder("train_belief"), folder
+        ),
     )
     calibration = stages.run(
         "calibration",
         {"encoders": encoder_config, "encoder_result": encoders},
-        lambda folder: _calibration(config, encoders, encoder_folder, folder),
+        lambda folder: _calibration(
+            config, encoders, encoder_folder, stages.folder("train_oracle"), folder
+        ),
+    )
+    wm_folder = stages.folder("world_models")
+    world_models = stages.run(
+        "world_models",
+        {"encoders": encoder_config, "encoder_result": encoders},
+        lambda folder: _world_models(config, encoder_folder, folder),
     )
     eval_config = {
         "train": train_configs,
         "encoders": encoder_config,
         "encoder_result": encoders,
+        "world_models": world_models,
     }
+    folders = (encoder_folder, wm_folder)
     paired = stages.run(
         "eval_paired",
         eval_config,
-        lambda folder: _eval_paired(config, teams, encoder_folder, folder, progress),
+        lambda folder: _eval_paired(config, teams, *folders, folder, progress),
     )
     common = stages.run(
         "eval_common",
         eval_config,
-        lambda folder: _eval_common(config, teams, encoder_folder, folder, progress),
+        lambda folder: _eval_common(config, teams, *folders, folder, progress),
     )
     stages.run(
         "gif",
         eval_config,
-        lambda folder: _gif(config, teams, encoder_folder, folder),
+        lambda folder: _gif(config, teams, *folders, folder),
     )
     meta = run_metadata({})
-    online = calibration["classifier"]
+    online = calibration["bayes"]
     return {
         "profile": _profile_name(config),
         "conditions": paired["conditions"],
         "conditions_common_opponent": common["conditions"],
         "belief_accuracy_by_step": online["accuracy_by_step"],
         "ece_by_step": online["ece_by_step"],
-        "wm_rmse_5step": {"ssm": None, "jepa": None},
+        "wm_rmse_5step": {
+            name: world_models[name]["rmse_5step"] for name in WORLD_MODELS
+        },
         "timing_s": dict(stages.timing_s),
         "versions": meta["versions"],
         "git_sha": meta["git_sha"] or "unknown",

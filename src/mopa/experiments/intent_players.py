@@ -54,7 +54,8 @@ from mopa.opponent.beliefs import (
 )
 from mopa.opponent.encoders import ClassifierConfig, JEPAConfig, predict_arrival
 from mopa.opponent.representations import occupancy
-from mopa.planning import LookaheadPlayer
+from mopa.planning import LookaheadPlayer, MCTSPlayer
+from mopa.planning.opponents import greedy_logits
 from mopa.policy import PolicySpec, agent_inputs, make_act_fn
 
 FEEDS = ("none", "true", "random", "belief", "commit")
@@ -109,14 +110,18 @@ class BeliefCarry(NamedTuple):
 class PreyModel:
     """An intent-conditioned prey model ``obs [D] -> log p(a | obs, k) [K, A]``.
 
-    ``kind="clone"``: a behaviour clone (an actor on ``[obs without the intent,
-    onehot(k)]``, no agent one-hot); ``kind="policy"``: the prey's own policy with
-    the observation's trailing intent one-hot replaced by ``onehot(k)``. Both are
-    the same computation on the spec: the last ``K`` inputs set to each intent.
+    The spec is either a behaviour clone (an actor on ``[obs without the intent,
+    onehot(k)]``, no agent one-hot) or the prey's own policy (its observation's
+    trailing intent one-hot replaced by ``onehot(k)``): the same computation, the
+    last ``K`` inputs set to each intent in turn.
     """
 
     spec: PolicySpec
     """The network's spec (an actor whose observation ends with the intent)."""
+    greedy: bool = False
+    """Model a prey that takes its actor's mode: ``log p(a | obs, k)`` is 0 on the
+    argmax action and ``-inf`` elsewhere (combine with ``epsilon > 0`` in the Bayes
+    update). Otherwise the actor's softmax."""
 
     def log_probs(self, params: Any, obs: jax.Array, num_intents: int) -> jax.Array:
         K = num_intents
@@ -126,6 +131,8 @@ class PreyModel:
         if self.spec.agent_id:
             x = agent_inputs(self.spec, x[:, None, :])[:, 0]
         logits = self.spec.module().apply(params, x)
+        if self.greedy:
+            return greedy_logits(logits)
         return jax.nn.log_softmax(logits, -1)
 
 
@@ -145,8 +152,9 @@ class IntentPredator:
     """Belief sources computed each step (``params.source`` indexes them)."""
     feed_none: bool = False
     """Cut the intent input off the observation (the unaware predators)."""
-    planner: LookaheadPlayer | None = None
-    """Plan with this lookahead instead of acting with the policy."""
+    planner: LookaheadPlayer | MCTSPlayer | None = None
+    """Plan with this lookahead (or tree search) instead of acting with the
+    policy."""
     classifier: ClassifierConfig | None = None
     """Config of the prefix classifier (for the ``classifier`` source)."""
     jepa: JEPAConfig | None = None

@@ -55,11 +55,11 @@ from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
-from flax import serialization, traverse_util
+from flax import serialization
 
-from mopa.core.checkpoint import read_msgpack, write_msgpack
+from mopa.core.checkpoint import check_params_fit, read_msgpack, write_msgpack
+from mopa.core.configs import config_from_kinds
 from mopa.errors import CheckpointError, InvalidParameterError
 from mopa.models.encoders import JEPA, VAE, Classifier
 from mopa.models.networks import ACTIVATIONS
@@ -240,19 +240,7 @@ def config_from_dict(data: dict[str, Any]) -> EncoderConfig:
     Raises:
         InvalidParameterError: unknown kind or field, or an invalid value.
     """
-    data = dict(data)
-    kind = data.pop("kind", None)
-    if kind not in CONFIG_KINDS:
-        raise InvalidParameterError(
-            f"encoder kind must be one of {sorted(CONFIG_KINDS)}, got {kind!r}"
-        )
-    cls = CONFIG_KINDS[kind]
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise InvalidParameterError(f"unknown {cls.__name__} field {unknown[0]!r}")
-    frozen = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
-    return cls(**frozen)
+    return config_from_kinds(data, CONFIG_KINDS, "encoder")
 
 
 # -- data ------------------------------------------------------------------------------
@@ -764,20 +752,4 @@ def _check_params(
 ) -> None:
     """Raise ``error`` unless ``params`` has exactly the arrays ``config`` needs."""
     expected = jax.eval_shape(lambda k: init_params(config, k), jax.random.key(0))
-    want = traverse_util.flatten_dict(serialization.to_state_dict(expected))
-    try:
-        got = traverse_util.flatten_dict(serialization.to_state_dict(params))
-    except (TypeError, ValueError, AttributeError):
-        raise error(f"{where}: the weights are not a nested dict of arrays") from None
-    if set(got) != set(want):
-        name = "/".join(sorted(set(want) ^ set(got))[0])
-        raise error(
-            f"{where}: the weights do not fit the {config.kind} config ({name})"
-        )
-    for name, spec in want.items():
-        shape = tuple(np.shape(got[name]))
-        if shape != tuple(spec.shape):
-            raise error(
-                f"{where}: weight {'/'.join(name)} has shape {shape}, the config "
-                f"needs {tuple(spec.shape)}"
-            )
+    check_params_fit(expected, params, error, where, f"the {config.kind} config")

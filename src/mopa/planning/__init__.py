@@ -1,5 +1,6 @@
 """Planning (Part 2): Monte-Carlo lookahead over the true simulator with a sampled
 opponent model, as a :class:`~mopa.players.Player`.
+Its tree-search alternative: :class:`MCTSPlayer` (Gumbel MuZero through mctx).
 
 >>> from mopa.planning import LookaheadConfig
 >>> LookaheadConfig(num_rollouts=8, horizon=5, mode="joint").gamma
@@ -15,6 +16,14 @@ from mopa.planning.lookahead import (
     Plan,
     RewardFn,
     joint_actions,
+)
+from mopa.planning.mcts import (
+    PRIORS,
+    MCTSConfig,
+    MCTSPlan,
+    MCTSPlayer,
+    SearchNode,
+    simulator_steps_per_decision,
 )
 from mopa.planning.opponents import (
     FunctionOpponentModel,
@@ -35,11 +44,17 @@ __all__ = [
     "LookaheadConfig",
     "LookaheadParams",
     "LookaheadPlayer",
+    "MCTSConfig",
+    "MCTSPlan",
+    "MCTSPlayer",
     "OpponentHeadModel",
     "OpponentModel",
     "Plan",
     "PolicyOpponentModel",
+    "PRIORS",
     "RewardFn",
+    "SearchNode",
     "greedy_logits",
     "joint_actions",
+    "simulator_steps_per_decision",
 ]

@@ -1,0 +1,512 @@
+"""Exp 2 (``mopa experiment exp2``): directional shaping narrows the prey's
+strategy, yet a VAE over single trajectories does not tell the policies apart.
+
+On ``tag_static`` (obstacles pinned at ``(+-0.5, +-0.5)``) the prey gets a small
+bonus for circling the obstacle nearest it clockwise (``cw``), counter-clockwise
+(``ccw``) or none (``baseline``). Stages (each reused when its config is
+unchanged):
+
+1. ``train_{variant}``: GRU IQL co-training of each variant (presets
+   ``exp2_static_{variant}``), ``num_seeds`` seeds each.
+2. ``data``: every seed's co-trained pair plays ``episodes_per_seed`` single
+   episodes of its own variant; the label of an episode is its variant
+   (``policy_id``) and its checkpoint (variant x seed).
+3. ``mining`` (behaviour mining): the **prey's** signed angular step around the
+   obstacle nearest it before the step (:func:`angular_steps`, positive is
+   counter-clockwise: the shaping's own frame), pooled over every step of every
+   episode of a variant. ``mean_dangle`` is its mean per variant; the 95%
+   interval is a percentile bootstrap over episodes (resampled within each seed),
+   and the per-seed means are kept. The same measure around the arena's centre is
+   reported beside it (``mean_dangle_centre``). Its sign should match the shaping.
+4. ``vae``: an MLP-VAE (KL annealed) over the prey's raw position sequence of one
+   episode (25 x 2 numbers, :func:`~mopa.opponent.representations.raw_sequence`),
+   fit on a training split of the episodes (stratified by variant) with
+   ``encoder_seeds`` seeds. ``vae_ari`` is the adjusted Rand index of k-means
+   (k = 3) on the held-out latent means against the variant, averaged over
+   encoder seeds; ``vae_ari_checkpoint`` the same with k = variants x seeds
+   against the checkpoint. A linear probe on the latents is reported for contrast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mopa.errors import InvalidParameterError
+from mopa.experiments import part1
+from mopa.experiments.registry import register_experiment
+from mopa.opponent import data as trajectory_data
+from mopa.opponent.encoders import VAEConfig
+from mopa.opponent.representations import raw_sequence
+
+ENV = "tag_static"
+VARIANTS = ("baseline", "cw", "ccw")
+"""The shaping variants (presets ``exp2_static_{variant}``); an episode's
+``policy_id`` is the index of its variant."""
+
+RESEARCH = {
+    "mean_dangle": {"baseline": 0.0002, "cw": -0.0108, "ccw": 0.0091},
+    "std_dangle": {"baseline": 0.36, "cw": 0.37, "ccw": 0.36},
+    "vae_ari_max": 0.03,
+    "prey_ari": 0.008,
+}
+"""The research's Exp 2 figures (README): mean and spread of the prey's angular
+step (rad/step) per variant; the prey VAE's ARI against the policy (predators' at
+most 0.025)."""
+
+HISTOGRAM_RANGE = 0.6
+"""Angular-step histograms of the report span ``[-0.6, 0.6]`` rad."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Exp2Config:
+    """Exp 2: shaped prey on tag_static; behaviour mining and a trajectory VAE."""
+
+    total_steps: int = 2_000_000
+    """Environment steps per seed of each variant."""
+    num_seeds: int = 3
+    """Training seeds per variant."""
+    rnn: bool = True
+    """Train the presets' GRU trunk (the research's); ``False`` trains an MLP trunk
+    instead (the quick profile: it compiles in about half the time)."""
+    hidden: tuple[int, ...] = (128, 128)
+    """Trunk widths of the trained networks (the presets' 128-128)."""
+    episodes_per_seed: int = 100
+    """Episodes each seed's co-trained pair plays (the research: 100 per
+    checkpoint, 900 in all)."""
+    test_fraction: float = 0.25
+    """Share of episodes held out of the VAE's training (stratified by variant)."""
+    latent_size: int = 8
+    """VAE latent size (the research's 8)."""
+    vae_hidden: tuple[int, ...] = (128, 128)
+    """VAE hidden widths."""
+    vae_updates: int = 8000
+    """VAE Adam updates (the research's 8k)."""
+    kl_warmup: int = 2000
+    """Updates over which the KL weight rises to 1."""
+    decoder_std: float = 0.1
+    """Standard deviation of the VAE's Gaussian likelihood on positions."""
+    encoder_seeds: int = 3
+    """VAE seeds (``vae_ari`` is their mean)."""
+    bootstrap: int = 2000
+    """Bootstrap resamples of the angular-step intervals."""
+    histogram_bins: int = 48
+    """Bins of the angular-step histograms kept for the plots."""
+    grid_size: int = 16
+    """Cells per axis of the occupancy maps kept for the plots."""
+    seed: int = 0
+    """Base seed of data, split, encoders and bootstrap."""
+
+    def __post_init__(self):
+        for name in ("hidden", "vae_hidden"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        for name in (
+            "total_steps", "num_seeds", "episodes_per_seed", "latent_size",
+            "vae_updates", "encoder_seeds", "bootstrap", "histogram_bins",
+            "grid_size",
+        ):  # fmt: skip
+            if getattr(self, name) < 1:
+                raise InvalidParameterError(
+                    f"{name} must be >= 1, got {getattr(self, name)}"
+                )
+        if self.kl_warmup < 0:
+            raise InvalidParameterError(f"kl_warmup must be >= 0, got {self.kl_warmup}")
+        if not self.decoder_std > 0:
+            raise InvalidParameterError(
+                f"decoder_std must be > 0, got {self.decoder_std}"
+            )
+        if not 0 < self.test_fraction < 1:
+            raise InvalidParameterError("test_fraction must be in (0, 1)")
+
+    def vae(self, horizon: int) -> VAEConfig:
+        """The VAE over raw sequences of ``horizon`` positions."""
+        return VAEConfig(
+            input_size=2 * horizon,
+            hidden=self.vae_hidden,
+            latent_size=self.latent_size,
+            num_updates=self.vae_updates,
+            kl_warmup=self.kl_warmup,
+            decoder_std=self.decoder_std,
+        )
+
+
+# -- the behaviour measure ----------------------------------------------------------
+def angular_steps(positions: jax.Array, centres: jax.Array) -> jax.Array:
+    """Signed angle (rad) turned at each step around the centre nearest the agent
+    before the step.
+
+    For the step ``p_t -> p_{t+1}`` with ``c`` the centre nearest ``p_t``,
+    ``v_prev = p_t - c`` and ``v_new = p_{t+1} - c``, the step is
+    ``atan2(v_prev x v_new, v_prev . v_new)`` in ``(-pi, pi]``: positive
+    counter-clockwise, as the ``tag_static`` shaping's ``sign(v_prev x v_new)``.
+    On a circle around ``c`` at angular speed ``w`` (below ``pi``) every step is
+    exactly ``w``.
+
+    Args:
+        positions: ``[T, 2]`` one agent's positions.
+        centres: ``[M, 2]`` candidate centres (the obstacles, or the origin).
+
+    Returns:
+        ``[T - 1]`` angular steps.
+    """
+    v_prev = positions[:-1, None, :] - centres[None]  # [T-1, M, 2]
+    v_new = positions[1:, None, :] - centres[None]
+    nearest = jnp.argmin(jnp.sum(v_prev * v_prev, -1), axis=1)  # [T-1]
+    cross = v_prev[..., 0] * v_new[..., 1] - v_prev[..., 1] * v_new[..., 0]
+    dot = jnp.sum(v_prev * v_new, -1)
+    angle = jnp.arctan2(cross, dot)  # [T-1, M]
+    return jnp.take_along_axis(angle, nearest[:, None], axis=1)[:, 0]
+
+
+def episode_angular_steps(positions: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    """``[N, T - 1]`` angular steps of every episode ``positions [N, T, 2]`` around
+    its own nearest centre of ``centres [N, M, 2]``."""
+    steps = jax.jit(jax.vmap(angular_steps))(
+        jnp.asarray(positions, jnp.float32), jnp.asarray(centres, jnp.float32)
+    )
+    return np.asarray(steps, np.float64)
+
+
+def bootstrap_mean(
+    values: np.ndarray, groups: np.ndarray, num_resamples: int, seed: int
+) -> list[float]:
+    """95% percentile interval of the mean of ``values [N, S]`` (rows are
+    episodes), resampling rows with replacement within each group of ``groups
+    [N]`` (the training seed)."""
+    rng = np.random.default_rng(seed)
+    members = [np.flatnonzero(groups == g) for g in np.unique(groups)]
+    draws = np.empty(num_resamples)
+    for i in range(num_resamples):
+        rows = np.concatenate([rng.choice(m, size=len(m)) for m in members])
+        draws[i] = values[rows].mean()
+    return [float(np.percentile(draws, q)) for q in (2.5, 97.5)]
+
+
+# -- stages -------------------------------------------------------------------------
+def _train(config, num_seeds, progress, stages) -> dict[str, dict]:
+    runs = {}
+    for variant in VARIANTS:
+        train = part1.train_config(
+            f"exp2_static_{variant}", config.total_steps, num_seeds
+        ).replace(rnn=config.rnn, hidden=config.hidden)
+        runs[variant] = {
+            **part1.train_stage(stages, f"train_{variant}", train, progress),
+            "env_overrides": dict(train.env_overrides),
+        }
+    return runs
+
+
+def _dataset(config, num_seeds, runs, stages) -> str:
+    described = {
+        "runs": [runs[v] for v in VARIANTS],
+        "episodes_per_seed": config.episodes_per_seed,
+        "num_seeds": num_seeds,
+        "seed": config.seed,
+    }
+
+    def build(folder: Path) -> dict[str, Any]:
+        parts = []
+        for index, variant in enumerate(VARIANTS):
+            parts.append(
+                part1.play_dataset(
+                    ENV,
+                    runs[variant]["env_overrides"],
+                    part1.load_teams(runs[variant]["run"]),
+                    jax.random.fold_in(jax.random.key(config.seed), index),
+                    num_seeds=num_seeds,
+                    num_chains=config.episodes_per_seed,
+                    episodes_per_chain=1,
+                    policy_id=index,
+                    policy_names=VARIANTS,
+                )
+            )
+        dataset = trajectory_data.concatenate(parts, VARIANTS)
+        path = trajectory_data.save_dataset(folder / "dataset.npz", dataset)
+        return {"path": str(path), "num_episodes": dataset.num_episodes}
+
+    return stages.run("data", described, build)["path"]
+
+
+def _prey_episodes(dataset) -> tuple[np.ndarray, np.ndarray]:
+    """The prey's ``[N, T, 2]`` positions and the obstacles ``[N, M, 2]`` of every
+    episode."""
+    prey = dataset.episodes("pos")[:, :, dataset.agent_index("prey")]
+    obstacles = dataset.episode_labels("obstacle_pos")
+    return prey, obstacles
+
+
+def _mine(config, data_path, stages) -> dict[str, Any]:
+    described = {
+        "data": data_path,
+        **{
+            k: getattr(config, k)
+            for k in ("bootstrap", "histogram_bins", "grid_size", "seed")
+        },
+    }
+
+    def run(folder: Path) -> dict[str, Any]:
+        del folder
+        dataset = trajectory_data.load_dataset(data_path)
+        prey, obstacles = _prey_episodes(dataset)
+        variant = dataset.episode_labels("policy_id")
+        seed = dataset.episode_labels("seed_index")
+        frames = {
+            "obstacle": episode_angular_steps(prey, obstacles),
+            "centre": episode_angular_steps(prey, np.zeros((len(prey), 1, 2))),
+        }
+        edges = np.linspace(
+            -HISTOGRAM_RANGE, HISTOGRAM_RANGE, config.histogram_bins + 1
+        )
+        result: dict[str, Any] = {
+            "mean_dangle": {},
+            "mean_dangle_ci95": {},
+            "mean_dangle_by_seed": {},
+            "std_dangle": {},
+            "mean_dangle_centre": {},
+            "mean_dangle_centre_ci95": {},
+            "histogram": {"edges": edges.tolist(), "counts": {}},
+            "occupancy": {},
+        }
+        for index, name in enumerate(VARIANTS):
+            rows = variant == index
+            for frame, key in (
+                ("obstacle", "mean_dangle"),
+                ("centre", "mean_dangle_centre"),
+            ):
+                steps = frames[frame][rows]
+                result[key][name] = float(steps.mean())
+                result[f"{key}_ci95"][name] = bootstrap_mean(
+                    steps, seed[rows], config.bootstrap, config.seed + index
+                )
+            steps = frames["obstacle"][rows]
+            result["std_dangle"][name] = float(steps.std())
+            result["mean_dangle_by_seed"][name] = [
+                float(steps[seed[rows] == s].mean()) for s in np.unique(seed[rows])
+            ]
+            counts, _ = np.histogram(np.clip(steps, edges[0], edges[-1]), edges)
+            result["histogram"]["counts"][name] = counts.tolist()
+            occupancy = part1.window_occupancy(
+                prey[rows], 0, prey.shape[1], config.grid_size
+            ).mean(0)
+            result["occupancy"][name] = occupancy.reshape(
+                config.grid_size, config.grid_size
+            ).tolist()
+        result["num_episodes"] = {
+            name: int(np.sum(variant == i)) for i, name in enumerate(VARIANTS)
+        }
+        result["obstacles"] = np.asarray(obstacles[0]).tolist()
+        return result
+
+    return stages.run("mining", described, run)
+
+
+def _encode(config, data_path, stages) -> dict[str, Any]:
+    described = {
+        "data": data_path,
+        **{
+            k: getattr(config, k)
+            for k in (
+                "test_fraction", "latent_size", "vae_hidden", "vae_updates",
+                "kl_warmup", "decoder_std", "encoder_seeds", "seed",
+            )
+        },
+    }  # fmt: skip
+
+    def run(folder: Path) -> dict[str, Any]:
+        del folder
+        dataset = trajectory_data.load_dataset(data_path)
+        prey, _ = _prey_episodes(dataset)
+        horizon = prey.shape[1]
+        features = np.asarray(
+            jax.vmap(lambda p: raw_sequence(p, horizon))(jnp.asarray(prey))
+        )  # [N, 2T]
+        variant = dataset.episode_labels("policy_id").astype(np.int64)
+        seed = dataset.episode_labels("seed_index").astype(np.int64)
+        checkpoint = variant * (int(seed.max()) + 1) + seed
+        train, test = trajectory_data.split_indices(
+            len(variant), config.test_fraction, config.seed, checkpoint
+        )
+        vae = config.vae(horizon)
+        by_variant, by_checkpoint = [], []
+        num_checkpoints = len(np.unique(checkpoint))
+        for encoder_seed in range(config.encoder_seeds):
+            params = part1.fit_vae(
+                vae, features[train], config.seed * 1000 + encoder_seed
+            )
+            z = part1.latent_means(vae, params, features)
+            by_variant.append(
+                part1.score_latents(
+                    z[train], variant[train], z[test], variant[test],
+                    len(VARIANTS), encoder_seed,
+                )
+            )  # fmt: skip
+            by_checkpoint.append(
+                part1.score_latents(
+                    z[train], checkpoint[train], z[test], checkpoint[test],
+                    num_checkpoints, encoder_seed,
+                )
+            )  # fmt: skip
+
+        def stats(scores, key):
+            return part1.mean_std([s[key] for s in scores])
+
+        return {
+            "vae_ari": stats(by_variant, "ari"),
+            "vae_nmi": stats(by_variant, "nmi"),
+            "latent_probe": stats(by_variant, "probe"),
+            "vae_ari_checkpoint": stats(by_checkpoint, "ari"),
+            "vae_nmi_checkpoint": stats(by_checkpoint, "nmi"),
+            "vae_ari_by_encoder_seed": [s["ari"] for s in by_variant],
+            "num_train": int(len(train)),
+            "num_test": int(len(test)),
+            "num_checkpoints": num_checkpoints,
+        }
+
+    return stages.run("vae", described, run)
+
+
+def run_exp2(config: Exp2Config, seeds: int | None, progress, stages) -> dict:
+    """Run Exp 2; see the module docstring for the stages and the figures."""
+    num_seeds = config.num_seeds if seeds is None else seeds
+    runs = _train(config, num_seeds, progress, stages)
+    data_path = _dataset(config, num_seeds, runs, stages)
+    mined = _mine(config, data_path, stages)
+    encoded = _encode(config, data_path, stages)
+    progress(
+        "mean angular step "
+        + ", ".join(f"{k} {v:+.4f}" for k, v in mined["mean_dangle"].items())
+        + f"; VAE ARI {encoded['vae_ari']['mean']:.3f}"
+    )
+    return {
+        **mined,
+        "vae_ari": encoded["vae_ari"]["mean"],
+        "vae_ari_std": encoded["vae_ari"]["std"],
+        "vae": encoded,
+        "training": {v: runs[v]["summary"] for v in VARIANTS},
+        "num_seeds": num_seeds,
+        "research": RESEARCH,
+        "stage_wall_s": dict(stages.timing_s),
+    }
+
+
+# -- report -------------------------------------------------------------------------
+def markdown_exp2(results: dict) -> str:
+    """``results.md``: mopa's Exp 2 figures beside the research's."""
+    r, research = results, results["research"]
+    lines = [
+        "# Exp 2: shaping narrows the prey's strategy; a trajectory VAE does not "
+        "see it",
+        "",
+        f"{r['num_seeds']} seeds per variant; "
+        + ", ".join(f"{n} {k}" for k, n in r["num_episodes"].items())
+        + " episodes.",
+        "",
+        "| variant | mean angular step (rad/step) [95% CI] | std | per-seed means "
+        "| around the centre | research |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in VARIANTS:
+        low, high = r["mean_dangle_ci95"][name]
+        c_low, c_high = r["mean_dangle_centre_ci95"][name]
+        seeds = ", ".join(f"{v:+.4f}" for v in r["mean_dangle_by_seed"][name])
+        lines.append(
+            f"| {name} | {r['mean_dangle'][name]:+.4f} [{low:+.4f}, {high:+.4f}] "
+            f"| {r['std_dangle'][name]:.2f} | {seeds} "
+            f"| {r['mean_dangle_centre'][name]:+.4f} [{c_low:+.4f}, {c_high:+.4f}] "
+            f"| {research['mean_dangle'][name]:+.4f} |"
+        )
+    vae = r["vae"]
+    lines += [
+        "",
+        "| figure | mopa | research |",
+        "|---|---|---|",
+        f"| VAE ARI against the variant (k-means, k = 3) | "
+        f"{vae['vae_ari']['mean']:.3f} +- {vae['vae_ari']['std']:.3f} | "
+        f"<= {research['vae_ari_max']:.2f} (prey {research['prey_ari']:.3f}) |",
+        f"| VAE NMI against the variant | {vae['vae_nmi']['mean']:.3f} | |",
+        f"| VAE ARI against the checkpoint (k = {vae['num_checkpoints']}) | "
+        f"{vae['vae_ari_checkpoint']['mean']:.3f} | |",
+        f"| linear probe of the variant on the latent (chance 0.33) | "
+        f"{vae['latent_probe']['mean']:.3f} | |",
+        "",
+        "Angular steps are the prey's, around the obstacle nearest it before the "
+        "step (positive: counter-clockwise); intervals are 95% percentile "
+        "bootstraps over episodes within seeds. VAE figures are means +- std over "
+        f"encoder seeds, on {vae['num_test']} held-out episodes.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def plot_exp2(results: dict, out: Path) -> list[Path]:
+    """Occupancy of the prey per variant over its angular-step histogram (the
+    research's behaviour-mining figure), and the mean steps with their intervals."""
+    plt = part1.figure()
+    paths = []
+    obstacles = np.asarray(results["obstacles"])
+    fig, axes = plt.subplots(2, len(VARIANTS), figsize=(4 * len(VARIANTS), 7))
+    edges = np.asarray(results["histogram"]["edges"])
+    for col, name in enumerate(VARIANTS):
+        ax = axes[0, col]
+        ax.imshow(
+            np.asarray(results["occupancy"][name]).T,
+            origin="lower",
+            extent=(-1, 1, -1, 1),
+        )
+        ax.scatter(obstacles[:, 0], obstacles[:, 1], c="white", marker="x")
+        ax.set_title(f"{name}: prey occupancy")
+        ax = axes[1, col]
+        counts = np.asarray(results["histogram"]["counts"][name])
+        ax.stairs(counts, edges, fill=True)
+        ax.axvline(results["mean_dangle"][name], color="red", ls="--", label="mean")
+        ax.set_xlabel("angular step around the nearest obstacle (rad)")
+        ax.set_title(f"mean {results['mean_dangle'][name]:+.4f}")
+        ax.legend()
+    fig.tight_layout()
+    paths.append(part1.save_figure(fig, out / "exp2_behaviour.png"))
+
+    fig, ax = plt.subplots(figsize=(4.5, 3.5))
+    mean = np.array([results["mean_dangle"][n] for n in VARIANTS])
+    ci = np.array([results["mean_dangle_ci95"][n] for n in VARIANTS])
+    research = [results["research"]["mean_dangle"][n] for n in VARIANTS]
+    xs = np.arange(len(VARIANTS))
+    ax.bar(xs - 0.2, mean, 0.4, yerr=[mean - ci[:, 0], ci[:, 1] - mean], label="mopa")
+    ax.bar(xs + 0.2, research, 0.4, label="research")
+    ax.axhline(0.0, color="gray", lw=0.8)
+    ax.set_xticks(xs, VARIANTS)
+    ax.set_ylabel("mean angular step (rad/step)")
+    ax.set_title(f"VAE ARI {results['vae_ari']:.3f}")
+    ax.legend()
+    fig.tight_layout()
+    paths.append(part1.save_figure(fig, out / "exp2_mean_dangle.png"))
+    return paths
+
+
+register_experiment(
+    "exp2",
+    run_exp2,
+    {
+        "default": Exp2Config(),
+        "quick": Exp2Config(
+            total_steps=256,
+            num_seeds=1,
+            rnn=False,
+            hidden=(16, 16),
+            episodes_per_seed=12,
+            vae_updates=20,
+            kl_warmup=5,
+            encoder_seeds=1,
+            bootstrap=20,
+        ),
+    },
+    "default",
+    plot_fn=plot_exp2,
+    description="Exp 2: shaped prey on tag_static; behaviour mining (angular step) "
+    "and a trajectory VAE that does not identify the policy (negative)",
+    markdown_fn=markdown_exp2,
+)

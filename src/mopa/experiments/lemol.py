@@ -1,0 +1,545 @@
+"""LeMOL against a behaviour-cloning opponent model (``mopa experiment lemol``).
+
+The measurement LeMOL (Davies et al. 2020) claims: while an opponent learns,
+an opponent model that reads its experience across episodes (LeMOL's LSTM)
+predicts its actions better than one that ignores its learning (the same model
+with its memory cut, a behaviour clone of the same stored play-outs).
+
+On ``push`` with one-hot moves (so that accuracy is defined), the adversary is
+the focal agent and the good agent a fresh MADDPG learner in every play-out
+(:mod:`mopa.algos.lemol`). One stage per method, each ``n_opp_cycles`` cycles for
+every seed at once (seeds vmapped, the same seed keys for every method, so the
+opponents of a seed start from the same networks and learn on the same
+schedule):
+
+* ``lemol``: the focal agent reads LeMOL's prediction (``opponent_model="lstm"``);
+* ``bc``: it reads the behaviour clone's (``opponent_model="bc"``);
+* ``maddpg`` / ``m3ddpg``: no model, for the returns table.
+
+Per cycle: the models' online prediction accuracy and cross-entropy on the
+cycle's play-outs (made before the cycle's model training; the uniform
+predictor's 0.2 and ``log 5`` as references) and both agents' returns, each as a
+mean with a 95% Student-t interval over seeds. The verdict compares LeMOL with
+BC over the later cycles (the last ``later_fraction`` of them): the per-seed
+difference of mean accuracy, LeMOL minus BC, with its interval over seeds (the
+seeds are paired: same opponents' starting networks).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mopa.algos.lemol import LeMOLConfig
+from mopa.errors import InvalidParameterError, UnknownNameError
+from mopa.experiments import part1
+from mopa.experiments.registry import register_experiment
+
+METHODS = ("lemol", "bc", "maddpg", "m3ddpg")
+"""What the focal (adversary) agent uses: LeMOL, the behaviour-cloning model,
+or no model (plain MADDPG / M3DDPG)."""
+MODEL_METHODS = ("lemol", "bc")
+"""Methods with an opponent model (and so prediction scores)."""
+TEAMS = ("adversary", "good")
+"""``push``'s teams: the focal agent's, then the learning opponent's."""
+UNIFORM_ACCURACY = 1.0 / 5.0
+"""Accuracy of the uniform predictor over the 5 moves."""
+
+DEFAULT_RUN = LeMOLConfig(
+    scenario="push",
+    discrete_actions=True,
+    num_episodes=40,
+    batch_size=32,
+    learning_starts=100,
+    polyak=0.01,
+    num_units=32,
+    agent_update_freq=2,
+    omlr=1e-2,
+    lstm_hidden_dim=32,
+    chunk_length=50,
+    num_traj_to_train=4,
+    traj_per_iter=2,
+    om_training_iters=5,
+    n_opp_cycles=12,
+)
+"""The default profile's runs: 12 cycles of 2 play-outs of 40 episodes of 25
+steps (one gradient step every 2 steps, from the 100th transition on, so that the
+opponent learns over most of its play-out), the model trained on the 4 most
+recent opponent trajectories; MADDPG's learning rate and discount (``1e-2``,
+0.95), a smaller batch (32 vs 1024), network (32 vs 64 units) and LSTM (32 vs 64)
+than the LeMOL code's, and a faster target update (``polyak`` 0.01 vs 1e-4) for
+the short play-outs."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LeMOLExperimentConfig:
+    """LeMOL vs the behaviour-cloning opponent model (and MADDPG / M3DDPG) on
+    ``push`` against learning opponents."""
+
+    run: LeMOLConfig = DEFAULT_RUN
+    """Settings shared by every method's run (``bad_policy``,
+    ``opponent_model`` and ``num_seeds`` are set per method)."""
+    methods: tuple[str, ...] = METHODS
+    """Methods to run (``lemol`` and ``bc`` are required)."""
+    num_seeds: int = 5
+    """Seeds per method (vmapped)."""
+    seed: int = 0
+    """Base seed: seed ``i`` uses ``fold_in(key(seed), i)`` for every method."""
+    later_fraction: float = 0.5
+    """Share of the cycles, counted from the end, the verdict averages over."""
+    within_bins: int = 10
+    """Bins of a play-out's updates for the within-play-out accuracy curve."""
+
+    def __post_init__(self):
+        for method in self.methods:
+            if method not in METHODS:
+                raise UnknownNameError(
+                    f"methods: unknown method {method!r}; choose from "
+                    f"{', '.join(METHODS)}"
+                )
+        if not set(MODEL_METHODS) <= set(self.methods):
+            raise InvalidParameterError("methods must include lemol and bc")
+        if not self.run.discrete_actions:
+            raise InvalidParameterError(
+                "run: discrete_actions must be True (accuracy needs one-hot moves)"
+            )
+        if (self.run.scenario, self.run.num_adversaries) != ("push", 1):
+            raise InvalidParameterError("run: needs scenario push, num_adversaries 1")
+        if self.run.good_policy != "maddpg":
+            raise InvalidParameterError("run: good_policy must be maddpg")
+        if self.num_seeds < 1:
+            raise InvalidParameterError(f"num_seeds must be >= 1, got {self.num_seeds}")
+        if not 0 < self.later_fraction <= 1:
+            raise InvalidParameterError(
+                f"later_fraction must be in (0, 1], got {self.later_fraction}"
+            )
+        if not 1 <= self.within_bins <= self.run.updates_per_playout:
+            raise InvalidParameterError(
+                f"within_bins must be in [1, {self.run.updates_per_playout}] "
+                f"(updates per play-out), got {self.within_bins}"
+            )
+
+    @property
+    def later_cycles(self) -> tuple[int, int]:
+        """``[start, end)`` of the cycles the verdict averages over."""
+        n = self.run.n_opp_cycles
+        return n - max(1, round(self.later_fraction * n)), n
+
+
+def method_config(run: LeMOLConfig, method: str, num_seeds: int) -> LeMOLConfig:
+    """The run of ``method``: the focal (adversary) agent's learner and model."""
+    if method in MODEL_METHODS:
+        changes = dict(
+            bad_policy="lemol", opponent_model="lstm" if method == "lemol" else "bc"
+        )
+    else:
+        changes = dict(bad_policy=method, opponent_model="lstm")
+    return run.replace(num_seeds=num_seeds, **changes)
+
+
+def mean_ci(values: np.ndarray) -> tuple[float, list[float] | None]:
+    """Mean over the leading (seed) axis and its 95% Student-t interval
+    ``mean +/- t_{0.975, n-1} std / sqrt(n)`` (``None`` for one seed).
+
+    Args:
+        values: ``[n]`` one value per seed.
+    """
+    from scipy import stats
+
+    values = np.asarray(values, np.float64)
+    mean = float(values.mean())
+    n = len(values)
+    if n < 2:
+        return mean, None
+    half = stats.t.ppf(0.975, n - 1) * values.std(ddof=1) / np.sqrt(n)
+    return mean, [mean - float(half), mean + float(half)]
+
+
+def _binned(x: np.ndarray, bins: int) -> np.ndarray:
+    """Means of ``bins`` consecutive near-equal slices of the last axis."""
+    return np.stack([part.mean(-1) for part in np.array_split(x, bins, -1)], -1)
+
+
+def train_method(
+    config: LeMOLExperimentConfig, method: str, num_seeds: int, progress
+) -> dict[str, Any]:
+    """Every seed's run of ``method``, one jitted, vmapped cycle at a time.
+
+    Returns:
+        ``{"cycles": {NAME: [seed][cycle]}, "within_playout": [seed][cycle][bin],
+        "compile_s", "run_s"}``: per cycle ``return/<team>`` (mean over the
+        cycle's updates of the return of the episodes that ended), and with a
+        model ``om_accuracy``, ``om_loss``, ``om_uniform_loss``,
+        ``om_train_loss``; ``within_playout`` is ``om_accuracy`` over the
+        play-out's updates in ``within_bins`` bins, averaged over the cycle's
+        play-outs (empty without a model).
+    """
+    import jax
+
+    from mopa.algos.lemol import make_lemol
+
+    run = method_config(config.run, method, num_seeds)
+    lemol = make_lemol(run)
+    base = jax.random.key(config.seed)
+    keys = jax.vmap(lambda i: jax.random.fold_in(base, i))(np.arange(num_seeds))
+    start = time.perf_counter()
+    carry = jax.jit(jax.vmap(lemol.init))(keys)
+    cycle = jax.jit(jax.vmap(lemol.cycle)).lower(carry).compile()
+    compile_s = time.perf_counter() - start
+    cycles: dict[str, list] = {}
+    within = []
+    start = time.perf_counter()
+    for c in range(run.n_opp_cycles):
+        carry, metrics, cycle_metrics = cycle(carry)
+        metrics = {k: np.asarray(v, np.float64) for k, v in metrics.items()}
+        per_cycle = {
+            f"return/{team}": np.nanmean(metrics[f"return/{team}"], 1) for team in TEAMS
+        }
+        per_cycle.update({k: np.asarray(v) for k, v in cycle_metrics.items()})
+        for name, value in per_cycle.items():
+            cycles.setdefault(name, []).append(value)
+        if "om_accuracy" in metrics:
+            shape = (num_seeds, run.traj_per_iter, run.updates_per_playout)
+            accuracy = metrics["om_accuracy"].reshape(shape).mean(1)
+            within.append(_binned(accuracy, config.within_bins))
+        line = " ".join(
+            f"{k} {float(np.mean(v)):+.3f}" for k, v in sorted(per_cycle.items())
+        )
+        progress(f"{method} cycle {c + 1}/{run.n_opp_cycles}: {line}")
+    return {
+        "cycles": {k: np.stack(v, 1).tolist() for k, v in cycles.items()},
+        "within_playout": np.stack(within, 1).tolist() if within else [],
+        "compile_s": compile_s,
+        "run_s": time.perf_counter() - start,
+    }
+
+
+def _curve(values: np.ndarray) -> dict[str, list]:
+    """Per-cycle mean and interval of ``[seed, cycle]`` values."""
+    stats = [mean_ci(values[:, c]) for c in range(values.shape[1])]
+    return {"mean": [m for m, _ in stats], "ci95": [ci for _, ci in stats]}
+
+
+def paired_gap(lemol: np.ndarray, bc: np.ndarray, higher_is_better: bool) -> dict:
+    """LeMOL minus BC, paired by seed, with its interval.
+
+    Args:
+        lemol: ``[seed]`` LeMOL's values.
+        bc: ``[seed]`` BC's values on the same seeds.
+        higher_is_better: the values are scores (accuracy), not losses.
+
+    Returns:
+        ``{"mean", "ci95", "per_seed", "excludes_zero", "outcome"}``; ``outcome``
+        is ``lemol better`` or ``bc better`` when the interval excludes 0, else
+        ``no detectable difference``.
+    """
+    mean, ci = mean_ci(lemol - bc)
+    if ci is None:
+        outcome = "undecided (one seed: no interval)"
+    else:
+        sign = 1.0 if higher_is_better else -1.0
+        low, high = sorted((sign * ci[0], sign * ci[1]))
+        outcome = (
+            "lemol better"
+            if low > 0
+            else "bc better"
+            if high < 0
+            else "no detectable difference"
+        )
+    return {
+        "mean": mean,
+        "ci95": ci,
+        "per_seed": (lemol - bc).tolist(),
+        "excludes_zero": ci is not None and (ci[0] > 0 or ci[1] < 0),
+        "outcome": outcome,
+    }
+
+
+def run_lemol_experiment(
+    config: LeMOLExperimentConfig, seeds: int | None, progress, stages
+) -> dict:
+    """Run every method (one stage each) and summarise; see the module
+    docstring."""
+    num_seeds = config.num_seeds if seeds is None else seeds
+    trained = {}
+    for method in config.methods:
+        described = {
+            "method": method,
+            "run": method_config(config.run, method, num_seeds).to_dict(),
+            "num_seeds": num_seeds,
+            "seed": config.seed,
+            "within_bins": config.within_bins,
+        }
+        trained[method] = stages.run(
+            f"train_{method}",
+            described,
+            lambda folder, m=method: train_method(config, m, num_seeds, progress),
+        )
+    start, end = config.later_cycles
+    arrays = {
+        method: {k: np.asarray(v, np.float64) for k, v in r["cycles"].items()}
+        for method, r in trained.items()
+    }
+    later = {
+        method: {k: v[:, start:end].mean(1) for k, v in a.items()}
+        for method, a in arrays.items()
+    }
+    accuracy = {m: _curve(arrays[m]["om_accuracy"]) for m in MODEL_METHODS}
+    cross_entropy = {m: _curve(arrays[m]["om_loss"]) for m in MODEL_METHODS}
+    results: dict[str, Any] = {
+        "prediction_accuracy": {m: c["mean"] for m, c in accuracy.items()},
+        "prediction_accuracy_ci95": {m: c["ci95"] for m, c in accuracy.items()},
+        "cross_entropy": {m: c["mean"] for m, c in cross_entropy.items()},
+        "cross_entropy_ci95": {m: c["ci95"] for m, c in cross_entropy.items()},
+        "train_loss": {
+            m: _curve(arrays[m]["om_train_loss"])["mean"] for m in MODEL_METHODS
+        },
+        "uniform": {
+            "accuracy": UNIFORM_ACCURACY,
+            "cross_entropy": float(np.mean(arrays["lemol"]["om_uniform_loss"])),
+        },
+        "within_playout_accuracy": {
+            m: _curve(np.asarray(trained[m]["within_playout"])[:, start:end].mean(1))
+            for m in MODEL_METHODS
+        },
+        "returns": {},
+        "returns_opponent": {},
+        "returns_per_cycle": {
+            m: {team: _curve(a[f"return/{team}"]) for team in TEAMS}
+            for m, a in arrays.items()
+        },
+    }
+    for method, values in later.items():
+        for name, team in (("returns", "adversary"), ("returns_opponent", "good")):
+            mean, ci = mean_ci(values[f"return/{team}"])
+            results[name][method] = {"mean": mean, "ci95": ci}
+    results["accuracy_gap"] = paired_gap(
+        later["lemol"]["om_accuracy"], later["bc"]["om_accuracy"], True
+    )
+    results["cross_entropy_gap"] = paired_gap(
+        later["lemol"]["om_loss"], later["bc"]["om_loss"], False
+    )
+    results["later_accuracy"] = {
+        m: dict(zip(("mean", "ci95"), mean_ci(later[m]["om_accuracy"]), strict=True))
+        for m in MODEL_METHODS
+    }
+    results["verdict"] = verdict(results, (start, end))
+    progress(results["verdict"])
+    results.update(
+        num_seeds=num_seeds,
+        num_cycles=config.run.n_opp_cycles,
+        later_cycles=[start, end],
+        methods=list(config.methods),
+        run=config.run.to_dict(),
+        stage_wall_s=dict(stages.timing_s),
+        compile_s={m: r["compile_s"] for m, r in trained.items()},
+    )
+    return results
+
+
+def verdict(results: dict, later: tuple[int, int]) -> str:
+    """One plain sentence from the accuracy gap over the later cycles."""
+    gap = results["accuracy_gap"]
+    start, end = later
+    span = f"cycles {start + 1}-{end}"
+    if gap["ci95"] is None:
+        interval = "no interval with one seed"
+    else:
+        interval = f"95% interval [{gap['ci95'][0]:+.3f}, {gap['ci95'][1]:+.3f}]"
+    accuracy = results["later_accuracy"]
+    figures = (
+        f"LeMOL {accuracy['lemol']['mean']:.3f} vs BC {accuracy['bc']['mean']:.3f}, "
+        f"difference {gap['mean']:+.3f}, {interval}"
+    )
+    if gap["outcome"] == "lemol better":
+        return f"LeMOL beats the behaviour-cloning model in {span} ({figures})."
+    if gap["outcome"] == "bc better":
+        return (
+            f"LeMOL does not beat the behaviour-cloning model in {span}: BC is "
+            f"more accurate ({figures})."
+        )
+    return (
+        f"LeMOL does not beat the behaviour-cloning model in {span}: the "
+        f"difference is not distinguishable from 0 ({figures})."
+    )
+
+
+def _cell(entry: dict, digits: int = 2) -> str:
+    mean, ci = entry["mean"], entry["ci95"]
+    if ci is None:
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
+def markdown_lemol(results: dict) -> str:
+    """``results.md``: the verdict, the accuracy and cross-entropy per cycle,
+    and both agents' returns per cycle and over the later cycles."""
+    start, end = results["later_cycles"]
+    methods = results["methods"]
+    uniform = results["uniform"]
+    lines = [
+        "# LeMOL vs a behaviour-cloning opponent model on push (one-hot moves)",
+        "",
+        f"**{results['verdict']}**",
+        "",
+        f"{results['num_seeds']} seeds, {results['num_cycles']} cycles; means with "
+        "95% Student-t intervals over seeds. Accuracy and cross-entropy are the "
+        "models' online predictions of the fresh, learning opponent's moves in "
+        "each cycle's play-outs, made before that cycle's model training "
+        f"(uniform predictor: accuracy {uniform['accuracy']:.2f}, cross-entropy "
+        f"{uniform['cross_entropy']:.3f}).",
+        "",
+        "| cycle | LeMOL accuracy | BC accuracy | LeMOL cross-entropy | "
+        "BC cross-entropy |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    acc, acc_ci = results["prediction_accuracy"], results["prediction_accuracy_ci95"]
+    ce, ce_ci = results["cross_entropy"], results["cross_entropy_ci95"]
+    for c in range(results["num_cycles"]):
+        cells = [
+            _cell({"mean": acc[m][c], "ci95": acc_ci[m][c]}, 3) for m in MODEL_METHODS
+        ] + [_cell({"mean": ce[m][c], "ci95": ce_ci[m][c]}, 3) for m in MODEL_METHODS]
+        lines.append(f"| {c + 1} | " + " | ".join(cells) + " |")
+    gap, ce_gap = results["accuracy_gap"], results["cross_entropy_gap"]
+    lines += [
+        "",
+        f"Over cycles {start + 1}-{end}: accuracy LeMOL minus BC "
+        f"{_cell(gap, 3)} (per seed "
+        + ", ".join(f"{x:+.3f}" for x in gap["per_seed"])
+        + f"); cross-entropy LeMOL minus BC {_cell(ce_gap, 3)}.",
+    ]
+    within = results["within_playout_accuracy"]
+    bins = len(within["lemol"]["mean"])
+    lines += [
+        "",
+        f"Accuracy over the play-out (the opponent learning from scratch), in "
+        f"{bins} equal parts of its updates, cycles {start + 1}-{end}:",
+        "",
+        "| model | " + " | ".join(str(b + 1) for b in range(bins)) + " |",
+        "|---|" + "---:|" * bins,
+    ]
+    for m in MODEL_METHODS:
+        cells = " | ".join(f"{x:.3f}" for x in within[m]["mean"])
+        lines.append(f"| {m} | {cells} |")
+    lines += [
+        "",
+        "## Returns per cycle (focal adversary / learning good agent)",
+        "",
+        "| cycle | " + " | ".join(methods) + " |",
+        "|---:|" + "---:|" * len(methods),
+    ]
+    per_cycle = results["returns_per_cycle"]
+    for c in range(results["num_cycles"]):
+        cells = [
+            f"{per_cycle[m]['adversary']['mean'][c]:+.2f} / "
+            f"{per_cycle[m]['good']['mean'][c]:+.2f}"
+            for m in methods
+        ]
+        lines.append(f"| {c + 1} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        f"## Returns over cycles {start + 1}-{end}",
+        "",
+        "| focal agent uses | focal adversary's return | learning opponent's return |",
+        "|---|---:|---:|",
+    ]
+    for m in methods:
+        lines.append(
+            f"| {m} | {_cell(results['returns'][m])} | "
+            f"{_cell(results['returns_opponent'][m])} |"
+        )
+    lines.append("")
+    return "\n".join(lines)
+
+
+def plot_lemol(results: dict, out: Path) -> list[Path]:
+    """``lemol_prediction.png`` (accuracy and cross-entropy per cycle, with the
+    uniform predictor), ``lemol_within_playout.png`` (accuracy over a play-out,
+    later cycles) and ``lemol_returns.png`` (the focal agent's return per
+    cycle); bands are 95% intervals over seeds."""
+    plt = part1.figure()
+    labels = {"lemol": "LeMOL (LSTM)", "bc": "behaviour clone", "maddpg": "MADDPG",
+              "m3ddpg": "M3DDPG"}  # fmt: skip
+    cycles = np.arange(1, results["num_cycles"] + 1)
+    start, end = results["later_cycles"]
+
+    def band(ax, x, mean, ci, label):
+        mean = np.asarray(mean, np.float64)
+        ax.plot(x, mean, marker="o", ms=3, label=label)
+        if all(c is not None for c in ci):
+            ci = np.asarray(ci, np.float64)
+            ax.fill_between(x, ci[:, 0], ci[:, 1], alpha=0.2)
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    panels = (
+        ("prediction_accuracy", "accuracy", "prediction accuracy"),
+        ("cross_entropy", "cross_entropy", "cross-entropy (nats)"),
+    )
+    for ax, (key, uniform_key, ylabel) in zip(axes, panels, strict=True):
+        for m in MODEL_METHODS:
+            band(ax, cycles, results[key][m], results[f"{key}_ci95"][m], labels[m])
+        ax.axhline(results["uniform"][uniform_key], ls="--", c="gray", label="uniform")
+        ax.axvspan(start + 0.5, end + 0.5, color="gray", alpha=0.08)
+        ax.set_xlabel("cycle (shaded: the later cycles)")
+        ax.set_ylabel(ylabel)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    paths = [part1.save_figure(fig, out / "lemol_prediction.png")]
+
+    fig, ax = plt.subplots(figsize=(4.5, 3.5))
+    within = results["within_playout_accuracy"]
+    bins = np.arange(1, len(within["lemol"]["mean"]) + 1)
+    for m in MODEL_METHODS:
+        band(ax, bins, within[m]["mean"], within[m]["ci95"], labels[m])
+    ax.axhline(UNIFORM_ACCURACY, ls="--", c="gray", label="uniform")
+    ax.set_xlabel("part of the play-out (the opponent learning)")
+    ax.set_ylabel(f"accuracy, cycles {start + 1}-{end}")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    paths.append(part1.save_figure(fig, out / "lemol_within_playout.png"))
+
+    fig, ax = plt.subplots(figsize=(4.5, 3.5))
+    for m in results["methods"]:
+        entry = results["returns_per_cycle"][m]["adversary"]
+        band(ax, cycles, entry["mean"], entry["ci95"], labels[m])
+    ax.set_xlabel("cycle")
+    ax.set_ylabel("focal adversary's return")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    paths.append(part1.save_figure(fig, out / "lemol_returns.png"))
+    return paths
+
+
+register_experiment(
+    "lemol",
+    run_lemol_experiment,
+    {
+        "default": LeMOLExperimentConfig(),
+        "quick": LeMOLExperimentConfig(
+            run=DEFAULT_RUN.replace(
+                num_episodes=2,
+                batch_size=8,
+                learning_starts=8,
+                num_units=8,
+                lstm_hidden_dim=8,
+                chunk_length=10,
+                num_traj_to_train=2,
+                traj_per_iter=1,
+                om_training_iters=1,
+                n_opp_cycles=2,
+            ),
+            methods=MODEL_METHODS,
+            num_seeds=2,
+            within_bins=5,
+        ),
+    },
+    "default",
+    plot_fn=plot_lemol,
+    description="LeMOL vs a behaviour-cloning opponent model on push: accuracy "
+    "per cycle against learning opponents, and returns",
+    markdown_fn=markdown_lemol,
+)
