@@ -1,13 +1,10 @@
 """``mopa league`` subcommands that manage a league directory (registry, ratings,
-pool, prune, export/import) and the Ray backend's message."""
+pool, prune, export/import)."""
 
 import argparse
 import json
 
-import pytest
-
 from mopa.cli import league
-from mopa.errors import InvalidParameterError
 from mopa.league import CheckpointManifest, EloRatings, LeagueStore
 
 
@@ -45,8 +42,3 @@ def test_registry_ratings_prune_and_export(tmp_path, capsys):
     assert data["elo"]["game_counts"]["agent"] == 2
     run("export", "--league", str(tmp_path / "copy"), "--import", str(exported))
     assert json.loads(capsys.readouterr().out)["elo"] == data["elo"]
-
-
-def test_ray_backend_says_what_it_needs(tmp_path):
-    with pytest.raises(InvalidParameterError, match="ray"):
-        run("evaluate", str(tmp_path / "x"), "--backend", "ray")

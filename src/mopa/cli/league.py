@@ -8,14 +8,11 @@ Every subcommand works on one league directory (``--league``), whose SQLite stor
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
 from mopa.errors import InvalidParameterError
-
-BACKENDS = ("local", "ray")
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -58,7 +55,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         metavar="OPPONENT",
         help="rate the learner against these opponents after every chunk",
     )
-    _backend_arg(train)
     train.set_defaults(run=_train)
 
     evaluate = sub.add_parser("evaluate", help="evaluate a checkpoint")
@@ -74,7 +70,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--stochastic", action="store_true")
     evaluate.add_argument("--league", help="record the games as rated matches here")
     evaluate.add_argument("--agent-name", help="the rated name (default: the path)")
-    _backend_arg(evaluate)
     evaluate.set_defaults(run=_evaluate)
 
     ratings = sub.add_parser("ratings", help="the league's leaderboard")
@@ -117,27 +112,6 @@ def _league_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--league", required=True, help="league directory")
 
 
-def _backend_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--backend",
-        default="local",
-        choices=BACKENDS,
-        help="local (in-process, default) or ray",
-    )
-
-
-def _check_backend(args: argparse.Namespace) -> None:
-    if args.backend == "ray":
-        if importlib.util.find_spec("ray") is None:
-            raise InvalidParameterError(
-                "--backend ray needs Ray: pip install 'ray[default]' (the default "
-                "backend, local, needs nothing)"
-            )
-        raise InvalidParameterError(
-            "--backend ray is not implemented yet; use --backend local"
-        )
-
-
 def _pairs(items: list[str]) -> dict[str, Any]:
     out = {}
     for item in items:
@@ -154,7 +128,6 @@ def _pairs(items: list[str]) -> dict[str, Any]:
 def _train(args: argparse.Namespace) -> int:
     from mopa.league import MetricsLogger, RatingEval, RewardBreakdown, train
 
-    _check_backend(args)
     fields = _pairs(args.set)
     fields.update(
         game=args.game,
@@ -205,7 +178,6 @@ class _Progress:
 def _evaluate(args: argparse.Namespace) -> int:
     from mopa.league import EloRatings, LeagueStore, evaluate_detailed
 
-    _check_backend(args)
     rows = {}
     for opponent in args.opponent:
         result = evaluate_detailed(
