@@ -33,30 +33,3 @@ def compilation_cache(tmp_path_factory):
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     yield folder
-
-
-# The longest test files (mostly compilation), started first: with two xdist
-# workers and whole files per worker, a long file picked up last would run alone at
-# the end of the suite.
-LONGEST_FIRST = (
-    "tests/experiments/test_intent.py",
-    "tests/envs/test_contract.py",
-    "tests/algos/test_team_training.py",
-    "tests/algos/test_driver.py",
-    "tests/algos/pola/test_cli.py",
-    "tests/experiments/test_exp5.py",
-    "tests/worldmodel/test_worldmodel.py",
-    "tests/algos/pola/test_estimators.py",
-    "tests/experiments/test_exp2.py",
-    "tests/experiments/test_exp3.py",
-    "tests/experiments/test_lemol_experiment.py",
-    "tests/league/test_league_e2e.py",
-    "tests/algos/lemol/test_cli.py",
-    "tests/cli/test_train_cli.py",
-    "tests/planning/test_mcts.py",
-)
-
-
-def pytest_collection_modifyitems(config, items):
-    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
