@@ -288,3 +288,24 @@ def check_params_fit(
                 f"{where}: weight {'/'.join(name)} has shape {shape}, {what} "
                 f"needs {tuple(spec.shape)}"
             )
+
+
+def write_config_params(
+    path: str | Path,
+    format_name: str,
+    version: int,
+    config: dict[str, Any],
+    params: Any,
+    metadata: dict[str, Any] | None = None,
+) -> Path:
+    """Write a model file: ``config`` and ``metadata`` as JSON strings beside the
+    weights ``params`` (arrays), under a format header, atomically
+    (:func:`write_msgpack`)."""
+    data = {
+        "format": format_name,
+        "version": version,
+        "config": json.dumps(config),
+        "metadata": json.dumps(metadata or {}),
+        "params": serialization.to_state_dict(jax.device_get(params)),
+    }
+    return write_msgpack(path, data)

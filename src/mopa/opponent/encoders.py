@@ -56,9 +56,12 @@ from typing import Any, ClassVar, NamedTuple
 import jax
 import jax.numpy as jnp
 import optax
-from flax import serialization
 
-from mopa.core.checkpoint import check_params_fit, read_msgpack, write_msgpack
+from mopa.core.checkpoint import (
+    check_params_fit,
+    read_msgpack,
+    write_config_params,
+)
 from mopa.core.configs import config_from_kinds
 from mopa.errors import CheckpointError, InvalidParameterError
 from mopa.models.encoders import JEPA, VAE, Classifier
@@ -719,14 +722,9 @@ def save_encoder(
     """Write ``config`` (JSON) and ``params`` (arrays) as one msgpack file,
     atomically. ``metadata`` is any JSON-able dict kept beside them."""
     _check_params(config, params, InvalidParameterError, "params")
-    data = {
-        "format": ENCODER_FORMAT,
-        "version": FORMAT_VERSION,
-        "config": json.dumps(config.to_dict()),
-        "metadata": json.dumps(metadata or {}),
-        "params": serialization.to_state_dict(jax.device_get(params)),
-    }
-    return write_msgpack(path, data)
+    return write_config_params(
+        path, ENCODER_FORMAT, FORMAT_VERSION, config.to_dict(), params, metadata
+    )
 
 
 def load_encoder(path: str | Path) -> tuple[EncoderConfig, Any]:

@@ -10,9 +10,12 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from flax import serialization
 
-from mopa.core.checkpoint import check_params_fit, read_msgpack, write_msgpack
+from mopa.core.checkpoint import (
+    check_params_fit,
+    read_msgpack,
+    write_config_params,
+)
 from mopa.errors import CheckpointError, InvalidParameterError
 from mopa.worldmodel import jepa, ssm
 from mopa.worldmodel.config import SSMConfig, WorldModelConfig, config_from_dict
@@ -37,14 +40,9 @@ def save_world_model(
     """Write ``config`` and ``params`` (and the JSON-able ``metadata``, e.g. the
     model's measured error) as one msgpack file, atomically."""
     _check_params(config, params, InvalidParameterError, "params")
-    data = {
-        "format": WORLD_MODEL_FORMAT,
-        "version": FORMAT_VERSION,
-        "config": json.dumps(config.to_dict()),
-        "metadata": json.dumps(metadata or {}),
-        "params": serialization.to_state_dict(jax.device_get(params)),
-    }
-    return write_msgpack(path, data)
+    return write_config_params(
+        path, WORLD_MODEL_FORMAT, FORMAT_VERSION, config.to_dict(), params, metadata
+    )
 
 
 def load_world_model(path: str | Path) -> tuple[WorldModelConfig, Any, dict]:
