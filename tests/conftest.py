@@ -5,22 +5,20 @@ import replaces ``sys.stdout`` and would otherwise swallow the output of whichev
 test first imports it under output capture. Every test process (and CLI
 subprocess) sees three CPU devices, so training runs of two or three seeds take the
 sharded path the ``mopa`` command takes (see :mod:`mopa.core.devices`), and XLA
-compiles with its lighter backend optimisation."""
+compiles with its quickest settings."""
 
 import importlib.util
 import os
 
 os.environ.setdefault("JAX_NUM_CPU_DEVICES", "3")
-# Tests spend most of their time compiling small programs: XLA's lighter backend
-# optimisation halves compile times (programs run somewhat slower, the same
-# numbers up to float rounding within each test).
-if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (
-        os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=1"
-    ).strip()
-
 import jax
 import pytest
+
+from mopa.core.devices import use_quick_compile
+
+# Tests spend most of their time compiling small programs (see QUICK_COMPILE_FLAGS;
+# XLA reads its flags at the first compilation, after this).
+use_quick_compile()
 
 if importlib.util.find_spec("jaxmarl") is not None:
     import jaxmarl  # noqa: F401

@@ -111,7 +111,7 @@ def bench_encoders(
         "input_size", "hidden", "num_examples", "compile_s", "train_s",
         "updates_per_s"}``.
     """
-    from mopa.bench.planner_speed import _timed
+    from mopa.bench.planner_speed import median_call_seconds
     from mopa.opponent.encoders import make_train
 
     configs = encoder_configs(num_updates, hidden)
@@ -123,7 +123,9 @@ def bench_encoders(
         tick = time.perf_counter()
         train = jax.jit(make_train(config)).lower(key, data).compile()
         compile_s = time.perf_counter() - tick
-        train_s = _timed(lambda train=train, data=data: train(key, data), repeats, 0.0)
+        train_s = median_call_seconds(
+            lambda train=train, data=data: train(key, data), repeats, 0.0
+        )
         row = {
             "bench": "encoder",
             "name": name,
@@ -288,7 +290,7 @@ def bench_beliefs(
         :data:`EPISODE_STEPS`-step scan, ``updates_per_s`` = ``batch /
         scan_step_s`` (single-game updates per second).
     """
-    from mopa.bench.planner_speed import _timed
+    from mopa.bench.planner_speed import median_call_seconds
 
     rows = []
     for name in beliefs:
@@ -304,14 +306,14 @@ def bench_beliefs(
             one = jax.jit(batched).lower(params, state, first).compile()
             compile_s = time.perf_counter() - tick
             scan = jax.jit(episode).lower(params, state, inputs).compile()
-            step_s = _timed(
+            step_s = median_call_seconds(
                 lambda one=one, first=first, params=params, state=state: one(
                     params, state, first
                 ),
                 repeats,
                 min_seconds,
             )
-            scan_s = _timed(
+            scan_s = median_call_seconds(
                 lambda scan=scan, inputs=inputs, params=params, state=state: scan(
                     params, state, inputs
                 ),

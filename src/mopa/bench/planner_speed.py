@@ -37,7 +37,9 @@ BENCH_MODES = ("per_agent", "joint")
 """Planner modes measured by default."""
 
 
-def _timed(fn: Callable[[], Any], repeats: int, min_seconds: float) -> float:
+def median_call_seconds(
+    fn: Callable[[], Any], repeats: int, min_seconds: float
+) -> float:
     """Median seconds per call of ``fn`` (already compiled), each repetition
     running enough calls to last about ``min_seconds``."""
     start = time.perf_counter()
@@ -104,7 +106,7 @@ def bench_planner(
     in_axes = (None, 0, 0, 0, 0, 0)
 
     greedy = jax.jit(jax.vmap(PolicyPlayer(spec).act, in_axes=in_axes))
-    greedy_s = _timed(
+    greedy_s = median_call_seconds(
         lambda: greedy(weights, keys, states, team_obs, carry, reset)[0],
         repeats,
         min_seconds,
@@ -124,7 +126,7 @@ def bench_planner(
             .compile()
         )
         compile_s = time.perf_counter() - start
-        planner_s = _timed(
+        planner_s = median_call_seconds(
             lambda planner=planner, params=params: planner(
                 params, keys, states, team_obs, carry, reset
             )[0],
@@ -135,7 +137,9 @@ def bench_planner(
         env_batch = batch * player.num_candidates * num_rollouts
         env_steps = 20
         bare = compile_rollout(mopa_harness("tag"), env_batch, env_steps)
-        bare_s = _timed(lambda bare=bare: bare(jax.random.key(1)), repeats, 0.0)
+        bare_s = median_call_seconds(
+            lambda bare=bare: bare(jax.random.key(1)), repeats, 0.0
+        )
         decisions = batch / planner_s
         row = {
             "mode": mode,

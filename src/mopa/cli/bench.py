@@ -6,7 +6,7 @@ import argparse
 import importlib.util
 from pathlib import Path
 
-from mopa.cli import bench_beliefs, bench_train
+from mopa.cli import bench_beliefs, bench_ray, bench_train
 from mopa.core.files import write_json
 from mopa.core.runinfo import run_metadata
 from mopa.errors import InvalidParameterError, UnknownNameError
@@ -52,6 +52,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     bench_train.add_parser(kinds)
     _add_planner_parser(kinds)
     bench_beliefs.add_parser(kinds)
+    bench_ray.add_parser(kinds)
 
 
 def _add_planner_parser(kinds: argparse._SubParsersAction) -> None:

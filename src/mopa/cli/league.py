@@ -3,11 +3,15 @@ pool, registry and checkpoint manifest) from the command line.
 
 Every subcommand works on one league directory (``--league``), whose SQLite store
 (:mod:`mopa.league.store`) holds ratings, matches, pools, registry and manifest.
+``evaluate``, ``tournament`` and ``train --seeds`` split their work into
+independent jobs that run in this process or on Ray (``--backend ray``,
+:mod:`mopa.league.backend`).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -55,10 +59,26 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         metavar="OPPONENT",
         help="rate the learner against these opponents after every chunk",
     )
+    train.add_argument(
+        "--seeds",
+        nargs="+",
+        type=int,
+        metavar="SEED",
+        help="train one run per seed, run ids <run-id>-s<SEED>, as separate jobs",
+    )
+    _backend_args(train)
     train.set_defaults(run=_train)
 
-    evaluate = sub.add_parser("evaluate", help="evaluate a checkpoint")
-    evaluate.add_argument("checkpoint", help="policy checkpoint or run folder")
+    evaluate = sub.add_parser(
+        "evaluate",
+        help="evaluate checkpoints against opponents",
+        description="Evaluate every checkpoint against every opponent, one job per "
+        "pair. With one checkpoint the JSON maps opponent -> result; with several, "
+        "checkpoint -> opponent -> result.",
+    )
+    evaluate.add_argument(
+        "checkpoint", nargs="+", help="policy checkpoints or run folders"
+    )
     evaluate.add_argument(
         "--opponent",
         nargs="+",
@@ -69,8 +89,37 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--seed", type=int, default=0)
     evaluate.add_argument("--stochastic", action="store_true")
     evaluate.add_argument("--league", help="record the games as rated matches here")
-    evaluate.add_argument("--agent-name", help="the rated name (default: the path)")
+    evaluate.add_argument(
+        "--agent-name", help="the rated name of a single checkpoint (default: its path)"
+    )
+    _backend_args(evaluate)
     evaluate.set_defaults(run=_evaluate)
+
+    tournament = sub.add_parser(
+        "tournament",
+        help="every player checkpoint against every opponent",
+        description="Play every player checkpoint (rows) against every opponent "
+        "(columns: scripted levels, random or checkpoints), one job per cell; every "
+        "cell plays episodes seed .. seed + n_episodes - 1. Prints wins / draws / "
+        "losses per cell and the meta-game Nash of the win-minus-loss payoff.",
+    )
+    tournament.add_argument(
+        "--players", nargs="+", required=True, metavar="CHECKPOINT", help="rows"
+    )
+    tournament.add_argument(
+        "--opponents",
+        nargs="+",
+        required=True,
+        metavar="OPPONENT",
+        help="columns: scripted_l1..scripted_l5, random, or checkpoint paths",
+    )
+    tournament.add_argument("--n-episodes", type=int, default=50)
+    tournament.add_argument("--seed", type=int, default=0)
+    tournament.add_argument("--stochastic", action="store_true")
+    tournament.add_argument("--out", type=Path, help="write the table as JSON here")
+    tournament.add_argument("--league", help="record the games as rated matches here")
+    _backend_args(tournament)
+    tournament.set_defaults(run=_tournament)
 
     ratings = sub.add_parser("ratings", help="the league's leaderboard")
     _league_arg(ratings)
@@ -112,6 +161,54 @@ def _league_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--league", required=True, help="league directory")
 
 
+def _backend_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--backend",
+        default="inprocess",
+        help="where the jobs run: inprocess (default) or ray (pip install mopa[ray])",
+    )
+    parser.add_argument(
+        "--ray-workers",
+        type=int,
+        help="ray: jobs at once, one CPU each (default 2; a local instance gets "
+        "this many CPUs)",
+    )
+    parser.add_argument(
+        "--ray-address",
+        help="ray: a running cluster to use (default: start a local instance); "
+        "its workers need mopa and the checkpoints' file system",
+    )
+
+
+def _backend(args: argparse.Namespace):
+    """The backend the arguments ask for (the caller closes it)."""
+    from mopa.league.backend import BACKENDS, make_backend
+
+    if args.backend not in BACKENDS:
+        raise InvalidParameterError(
+            f"unknown --backend {args.backend!r}; choose from {', '.join(BACKENDS)}"
+        )
+    if args.backend != "ray" and (
+        args.ray_workers is not None or args.ray_address is not None
+    ):
+        raise InvalidParameterError(
+            "--ray-workers and --ray-address need --backend ray"
+        )
+    workers = 2 if args.ray_workers is None else args.ray_workers
+    if workers < 1:
+        raise InvalidParameterError(f"--ray-workers must be >= 1, got {workers}")
+    return make_backend(args.backend, workers, args.ray_address)
+
+
+def _record(league_dir: str, name: str, opponent: str, result) -> float:
+    """Enter an evaluation's games as rated matches; returns the Elo change."""
+    from mopa.league import EloRatings, LeagueStore
+
+    scores = [1.0] * result.wins + [0.5] * result.draws + [0.0] * result.losses
+    with LeagueStore(league_dir) as store:
+        return EloRatings(store).update(name, opponent, scores, source="cli")
+
+
 def _pairs(items: list[str]) -> dict[str, Any]:
     out = {}
     for item in items:
@@ -126,7 +223,8 @@ def _pairs(items: list[str]) -> dict[str, Any]:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from mopa.league import MetricsLogger, RatingEval, RewardBreakdown, train
+    from mopa.league import TrainingConfig
+    from mopa.league.backend import seed_configs, train_runs
 
     fields = _pairs(args.set)
     fields.update(
@@ -136,37 +234,57 @@ def _train(args: argparse.Namespace) -> int:
         enable_self_play=args.self_play or fields.get("enable_self_play", False),
         checkpoint_dir=args.league,
     )
-    callbacks: list[Any] = [RewardBreakdown()]
-    if args.rate_against:
-        callbacks.append(RatingEval(args.rate_against))
-    callbacks.append(_Progress())
-    callbacks.append(MetricsLogger())
-    resume = args.league if args.resume else None
-    result = train(callbacks=callbacks, resume=resume, **fields)
-    print(
-        json.dumps(
-            {
-                "final_checkpoint": str(result.final_checkpoint),
-                "env_steps": result.env_steps,
-                "stage": result.stage,
-                "promotions": result.promotions,
-                "wall_s": round(result.wall_s, 1),
-            },
-            indent=2,
+    config = TrainingConfig().replace(**fields)
+    configs = seed_configs(config, args.seeds) if args.seeds else [config]
+    with _backend(args) as backend:
+        runs = train_runs(
+            configs,
+            backend,
+            callbacks_fn=functools.partial(
+                _train_callbacks, tuple(args.rate_against), bool(args.seeds)
+            ),
+            resume=args.resume,
         )
-    )
+    summaries = [
+        {
+            **({"seed": run.seed, "run_id": run.run_id} if args.seeds else {}),
+            "final_checkpoint": str(run.final_checkpoint),
+            "env_steps": run.env_steps,
+            "stage": run.stage,
+            "promotions": run.promotions,
+            "wall_s": round(run.wall_s, 1),
+        }
+        for run in runs
+    ]
+    print(json.dumps(summaries if args.seeds else summaries[0], indent=2))
     return 0
 
 
+def _train_callbacks(rate_against: tuple[str, ...], show_run: bool) -> list[Any]:
+    """A ``mopa league train`` run's callbacks (built where the run trains)."""
+    from mopa.league import MetricsLogger, RatingEval, RewardBreakdown
+
+    callbacks: list[Any] = [RewardBreakdown()]
+    if rate_against:
+        callbacks.append(RatingEval(list(rate_against)))
+    callbacks.append(_Progress(show_run))
+    callbacks.append(MetricsLogger())
+    return callbacks
+
+
 class _Progress:
+    def __init__(self, show_run: bool = False):
+        self.show_run = show_run
+
     def on_train_start(self, run) -> None:
         pass
 
     def on_chunk_end(self, run) -> None:
         win = run.rows.get("win_per_episode")
         rate = float(win[~(win != win)].mean()) if win is not None and len(win) else 0
+        label = f"[{run.config.run_id}] " if self.show_run else ""
         print(
-            f"chunk {run.chunk}/{run.num_chunks}  steps {run.env_steps}  "
+            f"{label}chunk {run.chunk}/{run.num_chunks}  steps {run.env_steps}  "
             f"win rate {rate:.2f}  {run.wall_s:.0f}s",
             flush=True,
         )
@@ -176,31 +294,71 @@ class _Progress:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from mopa.league import EloRatings, LeagueStore, evaluate_detailed
+    from mopa.league.backend import eval_job, evaluate_sweep
 
-    rows = {}
-    for opponent in args.opponent:
-        result = evaluate_detailed(
-            args.checkpoint,
-            n_episodes=args.n_episodes,
-            deterministic=not args.stochastic,
-            seed=args.seed,
-            opponent=opponent,
-        )
-        rows[opponent] = result.as_dict()
+    if args.agent_name and len(args.checkpoint) > 1:
+        raise InvalidParameterError("--agent-name needs a single checkpoint")
+    jobs = [
+        eval_job(checkpoint, opponent, args.n_episodes, args.seed, not args.stochastic)
+        for checkpoint in args.checkpoint
+        for opponent in args.opponent
+    ]
+    with _backend(args) as backend:
+        outcomes = evaluate_sweep(jobs, backend)
+    rows: dict[str, dict[str, Any]] = {}
+    pairs = [(c, o) for c in args.checkpoint for o in args.opponent]
+    for (checkpoint, opponent), outcome in zip(pairs, outcomes, strict=True):
+        result = outcome.result
+        rows.setdefault(checkpoint, {})[opponent] = result.as_dict()
+        label = opponent if len(args.checkpoint) == 1 else f"{checkpoint} vs {opponent}"
         print(
-            f"{opponent}: {result.wins} W / {result.draws} D / {result.losses} L "
+            f"{label}: {result.wins} W / {result.draws} D / {result.losses} L "
             f"(win rate {result.win_rate:.3f})"
         )
         if args.league:
-            with LeagueStore(args.league) as store:
-                scores = (
-                    [1.0] * result.wins + [0.5] * result.draws + [0.0] * result.losses
-                )
-                name = args.agent_name or str(Path(args.checkpoint).resolve())
-                delta = EloRatings(store).update(name, opponent, scores, source="cli")
-                print(f"  Elo {delta:+.1f}")
-    print(json.dumps(rows, indent=2))
+            name = args.agent_name or str(Path(checkpoint).resolve())
+            delta = _record(args.league, name, opponent, result)
+            print(f"  Elo {delta:+.1f}")
+    single = len(args.checkpoint) == 1
+    print(json.dumps(rows[args.checkpoint[0]] if single else rows, indent=2))
+    return 0
+
+
+def _tournament(args: argparse.Namespace) -> int:
+    from mopa.core.files import write_json
+    from mopa.league import meta_nash
+    from mopa.league.backend import league_tournament
+
+    with _backend(args) as backend:
+        table = league_tournament(
+            args.players,
+            args.opponents,
+            args.n_episodes,
+            args.seed,
+            not args.stochastic,
+            backend,
+        )
+    print(table.to_markdown())
+    nash = meta_nash(table.payoff())
+    print(
+        f"meta-game Nash (payoff win - loss rate): value {nash.value:+.3f}; players "
+        + ", ".join(f"{p:.2f}" for p in nash.row)
+        + "; opponents "
+        + ", ".join(f"{p:.2f}" for p in nash.column)
+    )
+    if args.league:
+        for player, row in zip(args.players, table.results, strict=True):
+            name = str(Path(player).resolve())
+            for opponent, result in zip(args.opponents, row, strict=True):
+                _record(args.league, name, opponent, result)
+    if args.out:
+        data = table.to_json()
+        data["meta_nash"] = {
+            "players": nash.row.tolist(),
+            "opponents": nash.column.tolist(),
+            "value": nash.value,
+        }
+        write_json(args.out, data)
     return 0
 
 

@@ -47,9 +47,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    from mopa.core.devices import use_cpu_devices
+    from mopa.core.devices import use_cpu_devices, use_quick_compile
 
     use_cpu_devices()
+    if getattr(args, "profile", None) == "quick":
+        use_quick_compile()  # a quick profile's time is mostly compilation
     try:
         return args.run(args) or 0
     except MopaError as error:

@@ -15,6 +15,15 @@ import os
 
 import jax
 
+QUICK_COMPILE_FLAGS = (
+    "--xla_backend_optimization_level=0",
+    "--xla_cpu_use_fusion_emitters=false",
+)
+"""XLA's quickest CPU compilation: no backend optimisation passes and the older loop
+emitters. Small programs compile about three times faster and run somewhat slower
+(the same numbers up to float rounding): the right trade when compilation is most
+of the time, as in a quick profile or a test."""
+
 CPU_DEVICES = 8
 """CPU devices requested: more than the seeds of any preset, so every seed gets
 its own thread (devices beyond the seed count stay idle)."""
@@ -45,4 +54,20 @@ def use_cpu_devices(count: int = CPU_DEVICES) -> bool:
         jax.config.update("jax_num_cpu_devices", count)
     except RuntimeError:  # JAX already ran something: too late to change
         return False
+    return True
+
+
+def use_quick_compile() -> bool:
+    """Make XLA compile with :data:`QUICK_COMPILE_FLAGS` (through ``XLA_FLAGS``)
+    unless the user already set either flag. XLA reads its flags when it first
+    compiles, so this only takes effect if called before the process's first JAX
+    computation (the ``mopa`` command calls it for quick profiles).
+
+    Returns:
+        Whether the flags were added.
+    """
+    current = os.environ.get("XLA_FLAGS", "")
+    if any(flag.split("=")[0] in current for flag in QUICK_COMPILE_FLAGS):
+        return False
+    os.environ["XLA_FLAGS"] = " ".join([current, *QUICK_COMPILE_FLAGS]).strip()
     return True

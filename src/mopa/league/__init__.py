@@ -69,6 +69,13 @@ _EXPORTS = {
     "TrainResult": "mopa.league.training",
     "train": "mopa.league.training",
     "nash_exploitability_proxy": "mopa.league.nash",
+    "league_tournament": "mopa.league.backend",
+    "evaluate_sweep": "mopa.league.backend",
+    "eval_job": "mopa.league.backend",
+    "train_seeds": "mopa.league.backend",
+    "make_backend": "mopa.league.backend",
+    "RayBackend": "mopa.league.backend",
+    "InProcessBackend": "mopa.league.backend",
 }
 """Public name -> module; imported on first use, so ``import mopa.league.store``
 (in a writer process, say) does not import JAX and the trainers."""

@@ -19,6 +19,15 @@ the league state (curriculum, snapshot trigger, stage, chunk) is committed to th
 store; callbacks run. ``resume=<league dir>`` continues the run ``run_id`` from
 its last committed chunk with pool, ratings and curriculum as they were.
 
+Two more settings serve transfer benchmarks: ``init_checkpoint`` starts the
+learner's actor from a policy checkpoint (fine-tuning; the critic starts fresh,
+as a policy file holds no critic, and may first learn alone for
+``critic_warmup_chunks`` chunks), and ``scenarios`` makes the run cycle through
+a set of game settings, chunk ``i`` playing ``scenarios[i % len(scenarios)]`` on
+top of the run's game and curriculum settings (scenarios that only change
+parameters share one compiled program, so many short chunks give a mixture of
+scenarios at no compile cost).
+
 A league learner is one seed (its identity in the pool and the ratings); run
 seeds as separate ``run_id``-s.
 """
@@ -122,6 +131,18 @@ class TrainingConfig:
     """Episodes of the rolling win rate."""
     keep_checkpoints: int = 3
     """Periodic checkpoints kept on disk (referenced ones are never deleted)."""
+    init_checkpoint: str | None = None
+    """Policy checkpoint whose actor weights start the learner (fine-tuning);
+    every layer must fit. ``None``: fresh weights."""
+    critic_warmup_chunks: int = 0
+    """With ``init_checkpoint``: chunks at the start during which the actor is
+    held at the checkpoint's weights while only the critic learns (a policy
+    checkpoint holds no critic, and a fresh critic's values would steer the first
+    updates of a trained actor). Their steps count in ``total_timesteps``."""
+    scenarios: tuple[CurriculumStage, ...] = ()
+    """Game settings the chunks cycle through (chunk ``i`` plays
+    ``scenarios[i % len(scenarios)]`` on top of the game and curriculum
+    settings); empty: one setting throughout."""
 
     def __post_init__(self):
         object.__setattr__(self, "game_kwargs", _pairs(self.game_kwargs))
@@ -132,6 +153,14 @@ class TrainingConfig:
             tuple(
                 s if isinstance(s, CurriculumStage) else CurriculumStage(**s)
                 for s in self.curriculum
+            ),
+        )
+        object.__setattr__(
+            self,
+            "scenarios",
+            tuple(
+                s if isinstance(s, CurriculumStage) else CurriculumStage(**s)
+                for s in self.scenarios
             ),
         )
         for name in (
@@ -161,6 +190,14 @@ class TrainingConfig:
             raise InvalidParameterError(
                 f"promote_threshold must be in [0, 1], got {self.promote_threshold}"
             )
+        if self.critic_warmup_chunks < 0:
+            raise InvalidParameterError(
+                f"critic_warmup_chunks must be >= 0, got {self.critic_warmup_chunks}"
+            )
+        if self.critic_warmup_chunks and self.init_checkpoint is None:
+            raise InvalidParameterError(
+                "critic_warmup_chunks needs init_checkpoint (a trained actor to hold)"
+            )
         if self.keep_checkpoints < 0:
             raise InvalidParameterError("keep_checkpoints must be >= 0")
         if not self.run_id.replace("-", "").replace("_", "").isalnum():
@@ -180,10 +217,11 @@ class TrainingConfig:
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        data["curriculum"] = [
-            {"name": s.name, "game_kwargs": [list(p) for p in s.game_kwargs]}
-            for s in self.curriculum
-        ]
+        for field in ("curriculum", "scenarios"):
+            data[field] = [
+                {"name": s.name, "game_kwargs": [list(p) for p in s.game_kwargs]}
+                for s in getattr(self, field)
+            ]
         return data
 
     def identity(self) -> dict[str, Any]:
@@ -496,23 +534,56 @@ def train(
         for s in range(0, mconfig.num_updates, chunk_length)
     ]
     compiled: dict[Arena, tuple[Callable, Callable]] = {}
+    # The chunk program does not read the seed (its key is an argument) or the
+    # run's length (no learning-rate annealing): runs that differ only in those
+    # (the seeds of one config, a fine-tuning run) share one compilation.
+    # (mappo_config turns annealing off.)
+    program = mconfig.replace(
+        seed=0, total_steps=mconfig.steps_per_update, num_chunks=1
+    )
 
     def compiled_for(arena):
         if arena not in compiled:
-            compiled[arena] = _compile(mconfig, arena, chunk_length)
+            compiled[arena] = _compile(program, arena, chunk_length)
         return compiled[arena]
 
-    def stage_kwargs():
-        return curriculum.env_kwargs() if curriculum is not None else {}
+    def stage_kwargs(chunk: int = 0):
+        kwargs = curriculum.env_kwargs() if curriculum is not None else {}
+        if config.scenarios:
+            scenario = config.scenarios[chunk % len(config.scenarios)]
+            kwargs = {**kwargs, **scenario.kwargs}
+        return kwargs
+
+    def scenario_stage(stage: StageGame, chunk: int) -> StageGame:
+        """The stage of chunk ``chunk``'s scenario; its policy records the game
+        without the scenario.
+
+        Raises:
+            InvalidParameterError: the scenario changes the game's shapes.
+        """
+        new = build_stage(config, stage_kwargs(chunk))
+        if new.arena != stage.arena or new.spec != stage.spec:
+            raise InvalidParameterError(
+                "scenarios must only change game parameters; scenario "
+                f"{config.scenarios[chunk % len(config.scenarios)].name!r} changes "
+                "the game's structure"
+            )
+        base = curriculum.env_kwargs() if curriculum is not None else {}
+        overrides = {**dict(config.game_kwargs), **base}
+        if _is_battalion(config.game):
+            overrides.setdefault("discrete", True)
+        return new._replace(overrides=overrides)
 
     stage = build_stage(config, stage_kwargs())
+    for index in range(len(config.scenarios)):  # fail before compiling anything
+        scenario_stage(stage, index)
     key = jax.random.key(config.seed)
     done_chunks, version = 0, 0
     history: dict[str, list[np.ndarray]] = {}
     if saved is not None:
         if curriculum is not None:
             curriculum.load_state_dict(saved["curriculum"])
-            stage = build_stage(config, stage_kwargs())
+        stage = build_stage(config, stage_kwargs(saved["chunk"]))
         trigger.mark(saved["snapshot_last"])
         done_chunks, version = saved["chunk"], saved["version"]
         history = {k: [np.asarray(v, np.float32)] for k, v in saved["history"].items()}
@@ -526,9 +597,13 @@ def train(
             config=config.identity() | {"stage": saved["stage_index"]},
             template=carry,
         )
-    elif pool is not None:  # the pool starts with the learner's initial weights
-        _snapshot(pool, stage, carry, config, 0, 0, store)
-        version = 1
+    else:
+        if config.init_checkpoint is not None:
+            carry = _start_from(carry, config, stage)
+        if pool is not None:  # the pool starts with the learner's initial weights
+            _snapshot(pool, stage, carry, config, 0, 0, store)
+            version = 1
+    held = carry.learners["0"]  # the actor (and its optimiser) a warm-up holds
     run = LeagueRun(
         config=config,
         store=store,
@@ -551,9 +626,18 @@ def train(
         callback.on_train_start(run)
     for index in range(done_chunks, len(bounds)):
         start, count = bounds[index]
+        if config.scenarios:
+            run.stage = scenario_stage(run.stage, index)
         _, run_fn = compiled_for(run.stage.arena)
         params = _arena_params(run.stage, pool, config)
         run.carry, rows = run_fn(run.carry, params, count)
+        if index < config.critic_warmup_chunks:
+            learner = run.carry.learners["0"]._replace(
+                actor_params=held.actor_params, actor_opt=held.actor_opt
+            )
+            run.carry = run.carry._replace(
+                learners={**run.carry.learners, "0": learner}
+            )
         rows = {k: np.asarray(v)[:count] for k, v in rows.items()}
         for name, value in rows.items():
             run.history.setdefault(name, []).append(value)
@@ -644,6 +728,44 @@ def _record_outcomes(curriculum: CurriculumScheduler, rows: dict[str, np.ndarray
         wins = int(round(float(win_rate) * n))
         for i in range(n):
             curriculum.record_episode((i + 1) * wins // n > i * wins // n)
+
+
+def _start_from(carry, config: TrainingConfig, stage: StageGame):
+    """``carry`` with the learner's actor weights read from
+    ``config.init_checkpoint``.
+
+    Raises:
+        FileNotFoundError: no such checkpoint.
+        InvalidParameterError: the checkpoint's policy does not fit the learner.
+    """
+    from mopa.league.evaluation import load_league_policy
+
+    path = Path(config.init_checkpoint)
+    if not path.exists():
+        raise FileNotFoundError(f"no checkpoint to start from at {path}")
+    team = stage.arena.team_names[0]
+    policy = load_league_policy(path, team)
+    mine, theirs = stage.spec, policy.spec
+    if (theirs.kind, theirs.obs_size, theirs.num_actions, theirs.hidden) != (
+        mine.kind,
+        mine.obs_size,
+        mine.num_actions,
+        mine.hidden,
+    ):
+        raise InvalidParameterError(
+            f"init_checkpoint {path} holds a {theirs.kind} policy with obs "
+            f"{theirs.obs_size}, actions {theirs.num_actions}, hidden "
+            f"{theirs.hidden}; the learner needs {mine.kind}, {mine.obs_size}, "
+            f"{mine.num_actions}, {mine.hidden}"
+        )
+    learner = carry.learners["0"]
+    actor, report = transfer_weights(policy.params, learner.actor_params)
+    if report["skipped"]:
+        raise InvalidParameterError(
+            f"init_checkpoint {path}: layers {report['skipped']} do not fit"
+        )
+    learner = learner._replace(actor_params=jax.tree.map(jnp.asarray, actor))
+    return carry._replace(learners={**carry.learners, "0": learner})
 
 
 def _change_stage(config, run, curriculum, compiled_for, pool, key, index):

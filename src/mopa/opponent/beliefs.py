@@ -151,6 +151,7 @@ def update_prefix_belief(
     prefix = jnp.where(full, state.prefix, state.prefix.at[index].set(features))
     length = jnp.minimum(state.length + 1, max_steps)
     belief = _prefix_belief(logits_fn, prefix, length, temperature, min_steps)
+    belief = jnp.where(full, state.belief, belief)
     return PrefixBeliefState(prefix=prefix, length=length, belief=belief)
 
 

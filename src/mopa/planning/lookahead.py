@@ -362,7 +362,7 @@ class LookaheadPlayer:
             and not params.opponent_params
         )
 
-    def _opponent_mask(self) -> np.ndarray:
+    def opponent_mask(self) -> np.ndarray:
         """``[O, width]`` bool: actions that exist for each opponent agent."""
         width = self.opponent_model.num_actions
         rows = [
@@ -389,7 +389,9 @@ class LookaheadPlayer:
             return jnp.asarray(self.reward_fn(state, rewards, info), jnp.float32)
         return jnp.mean(rewards[self.team])
 
-    def _leaf_value(self, params: LookaheadParams, state, obs, carry) -> jax.Array:
+    def leaf_value(self, params: LookaheadParams, state, obs, carry) -> jax.Array:
+        """``[]`` the value of a rollout's last state for the own team: the
+        ``leaf_fn`` if given, else the own policy's mean greedy action value."""
         if self.leaf_fn is not None:
             return jnp.asarray(self.leaf_fn(params, state, obs[self.team]), jnp.float32)
         no_reset = jnp.zeros((self.num_agents,), bool)
@@ -407,7 +409,7 @@ class LookaheadPlayer:
     ) -> jax.Array:
         """One rollout's discounted return plus discounted leaf value ``[]``."""
         config, model = self.config, self.opponent_model
-        mask = jnp.asarray(self._opponent_mask())
+        mask = jnp.asarray(self.opponent_mask())
         own_head = self._reads_own_head(params)
         opponent_params = params.own_params if own_head else params.opponent_params
         key_latent, key_steps = jax.random.split(key)
@@ -469,6 +471,6 @@ class LookaheadPlayer:
         )
         if config.leaf_weight == 0:
             return total
-        leaf = self._leaf_value(params, state, obs, carry)
+        leaf = self.leaf_value(params, state, obs, carry)
         weight = config.gamma**config.horizon * config.leaf_weight
         return total + jnp.where(alive, weight * leaf, 0.0)

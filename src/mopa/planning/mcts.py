@@ -426,7 +426,7 @@ class MCTSPlayer:
 
     def _opponent_log_probs(self, search: _SearchParams, latent, obs) -> jax.Array:
         """``[O, width]`` log-probabilities of the opponents' next actions."""
-        mask = jnp.asarray(self._leaf_scorer._opponent_mask())
+        mask = jnp.asarray(self._leaf_scorer.opponent_mask())
         logits = self.opponent_model.logits(search.opponent_params, latent, obs)
         if logits.shape != mask.shape:
             raise InvalidParameterError(
@@ -534,7 +534,7 @@ class MCTSPlayer:
         """``[]`` the weighted leaf value ``w V(s)`` (0 when ``w = 0``)."""
         if self.config.leaf_weight == 0:
             return jnp.zeros(())
-        leaf = self._leaf_scorer._leaf_value(search.params, state, obs, carry)
+        leaf = self._leaf_scorer.leaf_value(search.params, state, obs, carry)
         return self.config.leaf_weight * leaf
 
 

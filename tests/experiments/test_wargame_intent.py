@@ -1,0 +1,212 @@
+"""``mopa experiment wargame_intent``: the quick profile end to end (files, the
+results schema, counts that add up, a verdict that follows from the intervals;
+the quick budget learns nothing, so no win rate is checked), the soft-belief
+game's observation layout, that the online belief reads Blue's observations and
+never the hidden type, and the statistics by hand."""
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from mopa.errors import InvalidParameterError
+from mopa.experiments import run_experiment
+from mopa.experiments.wargame_intent import (
+    CONDITIONS,
+    FAMILY,
+    NUM_FEATURES,
+    NUM_TYPES,
+    PROFILES,
+    TRAINED,
+    WargameIntentConfig,
+    belief_features,
+    classifier_config,
+    classifier_logits_fn,
+    family_index,
+    paired_difference,
+    prefix_examples,
+    sharpness_ranges,
+    soft_belief_game,
+    verdict,
+    wargame,
+    wilson_interval,
+)
+from mopa.opponent.beliefs import init_prefix_belief, update_prefix_belief
+from mopa.opponent.encoders import init_params as init_classifier
+
+QUICK = PROFILES["quick"]
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("wargame_intent") / "run"
+    results = run_experiment("wargame_intent", "quick", out)
+    return out, results
+
+
+def test_quick_run_writes_its_files(quick_run):
+    out, results = quick_run
+    for name in (
+        "results.json",
+        "config.json",
+        "meta.json",
+        "results.md",
+        "wargame_intent_belief.png",
+    ):
+        assert (out / name).is_file() and (out / name).stat().st_size > 0, name
+    described = json.loads((out / "config.json").read_text())
+    assert described["experiment"] == "wargame_intent"
+    assert described["preset"] == "quick"
+    written = json.loads((out / "results.json").read_text())
+    assert written["conditions"] == results["conditions"]
+    markdown = (out / "results.md").read_text()
+    assert verdict(results) in markdown
+    for name in CONDITIONS:
+        assert f"{results['conditions'][name]['wins']} |" in markdown
+    for name in TRAINED:
+        assert (out / "stages" / "train" / f"{name}.msgpack").stat().st_size > 0
+
+
+def test_quick_results_schema_and_counts(quick_run):
+    _, results = quick_run
+    episodes = QUICK.num_seeds * QUICK.eval_episodes
+    assert results["family"] == list(FAMILY)
+    assert results["num_seeds"] == QUICK.num_seeds
+    assert set(results["conditions"]) == set(CONDITIONS)
+    for name in CONDITIONS:
+        c = results["conditions"][name]
+        assert c["wins"] + c["draws"] + c["losses"] == c["n_episodes"] == episodes
+        assert c["win_rate"] == pytest.approx(c["wins"] / episodes)
+        lo, hi = c["win_rate_ci95"]
+        assert 0.0 <= lo <= c["win_rate"] <= hi <= 1.0
+        assert len(c["seed_win_rates"]) == QUICK.num_seeds
+        assert np.mean(c["seed_win_rates"]) == pytest.approx(c["win_rate"])
+        lo, hi = c["return"]["ci95"]
+        assert lo <= c["return"]["mean"] <= hi
+        per_type = results["per_type"][name]
+        assert set(per_type) <= set(FAMILY)
+        assert sum(s["n_episodes"] for s in per_type.values()) == episodes
+        assert sum(s["wins"] for s in per_type.values()) == c["wins"]
+    blind_hi = results["conditions"]["blind"]["win_rate_ci95"][1]
+    aware_lo = results["conditions"]["aware"]["win_rate_ci95"][0]
+    assert results["aware_beats_blind"] == (aware_lo > blind_hi)
+    assert results["aware_minus_blind"]["n_pairs"] == episodes
+    belief = results["belief"]
+    rows = QUICK.belief_rows
+    assert belief["steps"] == [r * QUICK.belief_stride for r in range(rows)]
+    for key in ("accuracy_by_step", "ece_by_step", "heldout_accuracy_by_step"):
+        values = np.asarray(belief[key], np.float64)
+        assert values.shape == (rows,)
+        finite = values[np.isfinite(values)]
+        assert finite.size > 0 and np.all((finite >= 0) & (finite <= 1))
+    # Every evaluation episode gives the belief its first row (step 0).
+    assert belief["n_episodes_by_step"][0] == episodes
+    assert belief["temperature"] > 0
+    for name in TRAINED:
+        assert len(results["training"][name]["final_return_per_seed"]) == (
+            QUICK.num_seeds
+        )
+    assert set(results["timing_s"]) == {"train", "belief", "evaluate", "family_probe"}
+    probe = results["family_probe"]
+    assert probe["types"] == list(FAMILY)
+    rates = np.add(probe["win_rate"], probe["draw_rate"]) + probe["loss_rate"]
+    np.testing.assert_allclose(rates, 1.0)
+    assert set(probe["best_plan_by_win_rate"].values()) <= set(probe["plans"])
+    # Knowing the type can only help a Blue choosing among the same plans.
+    assert probe["best_plan_per_type_win_rate"] >= probe["best_single_plan_win_rate"]
+
+
+def test_soft_belief_game_observation_layout():
+    env, params = wargame()
+    game, game_params = soft_belief_game(0.3, 0.3)
+    reset, step = jax.jit(game.reset), jax.jit(game.step)
+    obs, state = reset(jax.random.key(4), game_params)
+    (inner,) = env.observe(state.game, params)
+    label = int(family_index(state.game.red_type))
+    expected = 0.3 * np.eye(NUM_TYPES)[label] + 0.7 / NUM_TYPES
+    assert obs[0].shape == (1, 17 + NUM_TYPES)
+    assert game.observation_space(0).shape == (17 + NUM_TYPES,)
+    np.testing.assert_allclose(obs[0][0, :17], inner[0], atol=1e-6)
+    np.testing.assert_allclose(obs[0][0, 17:], expected, atol=1e-6)
+    # The belief is kept for the episode; the critic reads the true type.
+    obs, state, *_ = step(jax.random.key(5), state, (jnp.zeros(1, int),), game_params)
+    np.testing.assert_allclose(obs[0][0, 17:], expected, atol=1e-6)
+    np.testing.assert_array_equal(
+        game.global_state(state, game_params)[-NUM_TYPES:], np.eye(NUM_TYPES)[label]
+    )
+    # The blind Blue's belief slot is the flat 1/K, whatever the type.
+    low, high = sharpness_ranges(QUICK)["blind"]
+    blind_params = game_params.replace(
+        alpha_low=jnp.asarray(low, jnp.float32), alpha_high=jnp.asarray(high)
+    )
+    for seed in range(3):
+        obs, state = reset(jax.random.key(seed), blind_params)
+        np.testing.assert_allclose(obs[0][0, 17:], 1.0 / NUM_TYPES, atol=1e-7)
+    with pytest.raises(InvalidParameterError, match="alpha_low/high"):
+        game.validate_params(game_params.replace(alpha_low=jnp.asarray(0.9)))
+
+
+def test_online_belief_reads_observations_never_the_type():
+    env, params = wargame()
+    _, state = env.reset(jax.random.key(7), params)
+    (obs,) = env.observe(state, params)
+    features = belief_features(obs[0], params)
+    assert features.shape == (NUM_FEATURES,)
+    np.testing.assert_allclose(features[:17], obs[0])
+    # Red's map position, recovered from Blue's distance and bearing.
+    np.testing.assert_allclose(
+        features[17:],
+        [state.x[1] / params.map_width, state.y[1] / params.map_height],
+        atol=1e-5,
+    )
+    # Another hidden type, everything else equal: the same belief update.
+    c_config = classifier_config(QUICK)
+    logits_fn = classifier_logits_fn(
+        c_config, init_classifier(c_config, jax.random.key(0))
+    )
+    beliefs = []
+    for red in FAMILY[:2]:
+        other = state.replace(red_type=jnp.asarray(FAMILY.index(red) + 6, jnp.int32))
+        (seen,) = env.observe(other, params)
+        start = init_prefix_belief(QUICK.belief_rows, NUM_FEATURES, NUM_TYPES)
+        beliefs.append(
+            update_prefix_belief(start, belief_features(seen[0], params), logits_fn)
+        )
+    np.testing.assert_array_equal(beliefs[0].belief, beliefs[1].belief)
+    assert int(family_index(jnp.asarray(6))) == 0
+
+
+def test_prefix_examples_mask_rows_past_each_prefix():
+    rows = np.arange(2 * 3 * 2, dtype=np.float32).reshape(2, 3, 2) + 1
+    data = prefix_examples(rows, np.array([2, 3]), np.array([4, 1]))
+    # Episode 0 gives prefixes of 1 and 2 rows, episode 1 of 1, 2 and 3.
+    assert data.x.shape == (5, 3 * 2 + 1)
+    np.testing.assert_array_equal(data.labels, [4, 4, 1, 1, 1])
+    np.testing.assert_allclose(data.x[0], [1, 2, 0, 0, 0, 0, 1 / 3])
+    np.testing.assert_allclose(data.x[1], [1, 2, 3, 4, 0, 0, 2 / 3])
+    np.testing.assert_allclose(data.x[4], [7, 8, 9, 10, 11, 12, 1.0])
+
+
+def test_wilson_interval_and_paired_difference_by_hand():
+    # 5 of 10, z = 1.96: centre (0.5 + 0.19208) / 1.38416 = 0.5; half-width
+    # 1.96 sqrt(0.025 + 0.009604) / 1.38416 = 1.96 x 0.1860215 / 1.38416 = 0.263410.
+    np.testing.assert_allclose(wilson_interval(5, 10), [0.236590, 0.763410], atol=1e-6)
+    lo, hi = wilson_interval(0, 20)
+    assert lo == 0.0 and 0.0 < hi < 0.2
+    with pytest.raises(InvalidParameterError):
+        wilson_interval(0, 0)
+    first = np.array([[1, 1, 0, -1]])
+    second = np.array([[1, 0, 0, 1]])
+    diff = paired_difference(first, second)  # wins 1,1,0,0 vs 1,0,0,1: 0,1,0,-1
+    assert diff["mean"] == 0.0 and diff["n_pairs"] == 4
+    half = 1.96 * np.std([0, 1, 0, -1], ddof=1) / 2
+    np.testing.assert_allclose(diff["ci95"], [-half, half])
+
+
+def test_config_names_the_bad_field():
+    with pytest.raises(InvalidParameterError, match="belief_rows"):
+        WargameIntentConfig(belief_rows=0)
+    with pytest.raises(InvalidParameterError, match="alpha_low"):
+        WargameIntentConfig(alpha_low=0.8, alpha_high=0.2)
