@@ -197,3 +197,19 @@ def test_jax_settings_are_checked():
     with pytest.raises(RuntimeError, match="a worker runs JAX with"):
         JaxSettings("cpu", False, here.num_devices + 3).apply()
     assert jnp.zeros(()).dtype == jnp.float32
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--workers", "0"], "num_workers must be >= 1"),
+        (["--episodes", "0"], "n_episodes must be >= 1"),
+    ],
+)
+def test_bench_ray_bad_input_is_one_line(extra, message, capsys, tmp_path):
+    out = tmp_path / "bench.json"
+    assert main(["bench", "ray", "--json", str(out), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mopa: error: ") and message in err
+    assert err.strip().count("\n") == 0
+    assert not out.exists()
