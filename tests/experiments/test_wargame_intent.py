@@ -190,9 +190,10 @@ def test_prefix_examples_mask_rows_past_each_prefix():
 
 
 def test_wilson_interval_and_paired_difference_by_hand():
-    # 5 of 10, z = 1.96: centre (0.5 + 0.19208) / 1.38416 = 0.5; half-width
-    # 1.96 sqrt(0.025 + 0.009604) / 1.38416 = 1.96 x 0.1860215 / 1.38416 = 0.263410.
-    np.testing.assert_allclose(wilson_interval(5, 10), [0.236590, 0.763410], atol=1e-6)
+    # 5 of 10, z = 1.959964 (the 97.5% normal quantile): centre 0.5; half-width
+    # z sqrt(0.025 + z^2 / 400) / (1 + z^2 / 10) = z x 0.1860206 / 1.3841459
+    # = 0.263407.
+    np.testing.assert_allclose(wilson_interval(5, 10), [0.236593, 0.763407], atol=1e-6)
     lo, hi = wilson_interval(0, 20)
     assert lo == 0.0 and 0.0 < hi < 0.2
     with pytest.raises(InvalidParameterError):

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.stats import binomtest
 
 from mopa.errors import InvalidParameterError
 from mopa.experiments.registry import register_experiment
@@ -37,17 +38,13 @@ REFERENCE_PPO = {"L1": 0.85, "L2": 0.85, "L3": 1.00, "L4": 1.00, "L5": 0.25}
 """Win rates of seed 001's PPO baseline (about 50k steps) against the ladder."""
 TARGETS = {"L1": 0.95, "L2": 0.95, "L3": 0.95, "L4": 0.95, "L5": 0.60}
 """The win rates a trained Blue must reach against each level."""
-Z95 = 1.959963984540054
-"""Normal quantile of a two-sided 95% interval."""
 
 
 # -- intervals -----------------------------------------------------------------
 def wilson_interval(successes: int, n: int) -> tuple[float, float]:
-    """95% Wilson score interval of a binomial proportion.
-
-    ``(p + z^2 / 2n -+ z sqrt(p (1 - p) / n + z^2 / 4n^2)) / (1 + z^2 / n)`` with
-    ``p = successes / n`` (Wilson 1927). It stays inside ``[0, 1]`` and is not
-    degenerate at 0 or ``n`` successes.
+    """95% Wilson score interval of a binomial proportion (Wilson 1927; SciPy's
+    ``binomtest(...).proportion_ci(method="wilson")``): it stays inside ``[0, 1]``
+    and is not degenerate at 0 or ``n`` successes.
 
     Raises:
         InvalidParameterError: ``n < 1`` or ``successes`` outside ``[0, n]``.
@@ -56,11 +53,8 @@ def wilson_interval(successes: int, n: int) -> tuple[float, float]:
         raise InvalidParameterError(
             f"need 0 <= successes <= n, n >= 1: {successes}/{n}"
         )
-    p = successes / n
-    z2 = Z95 * Z95
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = Z95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    interval = binomtest(successes, n).proportion_ci(0.95, method="wilson")
+    return float(interval.low), float(interval.high)
 
 
 def difference_interval(k1: int, n1: int, k2: int, n2: int) -> dict[str, Any]:

@@ -53,7 +53,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import math
 import time
 import warnings
 from collections.abc import Callable
@@ -82,6 +81,7 @@ from mopa.envs.spaces import Box
 from mopa.envs.wrappers import Wrapper
 from mopa.errors import InvalidParameterError
 from mopa.experiments.registry import register_experiment
+from mopa.experiments.wargame import wilson_interval
 from mopa.league.evaluation import count_outcomes
 from mopa.opponent.beliefs import (
     init_prefix_belief,
@@ -767,19 +767,6 @@ def probe_family(num_episodes: int, seed: int) -> dict[str, Any]:
 
 
 # -- statistics ----------------------------------------------------------------------
-def wilson_interval(successes: int, trials: int, z: float = 1.96) -> list[float]:
-    """The Wilson score interval ``[lo, hi]`` of a binomial proportion (Wilson,
-    1927): ``(p + z^2 / 2n +- z sqrt(p (1 - p) / n + z^2 / 4n^2)) / (1 + z^2 / n)``.
-    """
-    if trials < 1:
-        raise InvalidParameterError(f"trials must be >= 1, got {trials}")
-    p = successes / trials
-    denom = 1.0 + z * z / trials
-    centre = (p + z * z / (2 * trials)) / denom
-    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials**2)) / denom
-    return [max(0.0, centre - half), min(1.0, centre + half)]
-
-
 def outcome_summary(outcomes: np.ndarray) -> dict[str, Any]:
     """Wins, draws, losses and rates of ``outcomes [S, N]`` (1, 0, -1), with the
     Wilson 95% interval of the win rate over all ``S x N`` episodes and the win
@@ -787,7 +774,7 @@ def outcome_summary(outcomes: np.ndarray) -> dict[str, Any]:
     result = count_outcomes(np.asarray(outcomes).reshape(-1))
     return {
         **result.as_dict(),
-        "win_rate_ci95": wilson_interval(result.wins, result.n_episodes),
+        "win_rate_ci95": list(wilson_interval(result.wins, result.n_episodes)),
         "seed_win_rates": [float(np.mean(o == 1)) for o in np.asarray(outcomes)],
     }
 
