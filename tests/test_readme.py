@@ -16,7 +16,7 @@ def setup_commands() -> list[str]:
 def test_readme_has_exactly_two_setup_commands():
     main_job, tests = setup_commands()
     assert main_job.startswith("python3 -m venv .venv") and main_job.endswith(
-        "mopa bench env"
+        "mopa reproduce intent"
     )
     assert tests.startswith("python3 -m venv .venv") and "pytest" in tests
     assert 'pip install -e ".[dev]"' in main_job and 'pip install -e ".[dev]"' in tests
