@@ -17,6 +17,7 @@ from mopa.envs.scripted_red import (
     STRATEGIES,
     heuristic_blue,
     hold_goals,
+    red_script,
 )
 from mopa.errors import InvalidActionError, InvalidParameterError, UnknownNameError
 
@@ -142,30 +143,65 @@ def strategies():
 
 
 def test_strategies_are_qualitatively_different(strategies):
-    def final(name):
-        s = strategies[name]
-        return s.x[-1, 1], s.y[-1, 1], float(distance(jax.tree.map(lambda x: x[-1], s)))
-
+    # Blue stands at (300, 500) facing east; Red starts at (700, 500) facing west
+    # (400 m away), no damage. States are after steps 1..400 (index t = step t+1).
     def dist(name):
         return np.asarray(distance(strategies[name]))
 
-    # rush closes to 50 m head on.
-    assert final("rush")[2] <= 50.0 and abs(final("rush")[1] - 500.0) < 1.0
-    # flank_left ends within 30 m of (300, 650), 150 m off Blue's left (north);
-    # flank_right at (300, 350).
-    for name, wy in (("flank_left", 650.0), ("flank_right", 350.0)):
-        x, y, _ = final(name)
-        assert np.hypot(x - 300.0, y - wy) <= 30.0, name
-    # standoff holds 190 +- 7.5 m.
-    assert 182.5 <= final("standoff")[2] <= 197.5
-    # hold marches to the forest cell's centre (725, 675) and stays there.
-    x, y, _ = final("hold")
-    assert np.hypot(x - 725.0, y - 675.0) <= 10.0
-    # feint: closes to 300 m, backs off from step 120, rushes from step 200.
+    def red(name):
+        s = strategies[name]
+        return s.x[:, 1], s.y[:, 1]
+
+    # rush stands and fights where it starts until step 150, then charges to 50 m.
+    x, y = red("rush")
+    np.testing.assert_allclose([x[148], y[148]], [700.0, 500.0])
+    assert x[160] < 700.0 - 40.0 and dist("rush")[-1] <= 50.0
+    # flank_left swings to 300 m off Blue's left (north), (300, 800), by step 150,
+    # flank_right to (300, 200); then both charge in to 50 m.
+    for name, wy in (("flank_left", 800.0), ("flank_right", 200.0)):
+        x, y = red(name)
+        assert np.hypot(x[148] - 300.0, y[148] - wy) <= 30.0, name
+        assert dist(name)[-1] <= 50.0, name
+    # standoff advances at half speed (2.5 m a step; it starts facing Blue) and
+    # holds 190 +- 7.5 m.
+    standoff = dist("standoff")
+    np.testing.assert_allclose(standoff[39], 400.0 - 40 * 2.5, atol=1e-3)
+    assert 182.5 <= standoff[-1] <= 197.5
+    # hold marches to the forest cell's centre (725, 675), stays there until step
+    # 200, then marches away from Blue.
+    x, y = red("hold")
+    assert np.hypot(x[198] - 725.0, y[198] - 675.0) <= 10.0
+    assert dist("hold")[-1] > dist("hold")[198] + 300.0
+    # feint turns its back and withdraws (to the east edge) until step 120, then
+    # turns to close to 300 m, and charges to 50 m from step 200.
     feint = dist("feint")
-    assert 295.0 <= feint[118] <= 300.0
-    assert feint[198] > feint[118] + 300.0
+    assert red("feint")[0][118] >= 990.0 and feint[118] > 650.0
+    assert feint[198] < feint[118] and feint[198] >= 295.0
     assert feint[-1] <= 50.0
+    # The openings differ within 30 steps: rush stands, standoff closes, feint
+    # turns away, the flankers go north and south.
+    x30 = {name: red(name)[0][29] for name in STRATEGIES}
+    y30 = {name: red(name)[1][29] for name in STRATEGIES}
+    assert x30["rush"] == 700.0 and standoff[29] < 400.0 - 50.0
+    assert feint[29] > 400.0
+    assert y30["flank_left"] > 520.0 and y30["flank_right"] < 480.0
+
+
+def test_strategies_fire_as_described():
+    env, params = make("battalion_vs_red", red="mixed", flat_terrain=True)
+    base = jax.jit(env.reset)(KEY, params)[1]
+
+    def fire(name, red_x, step, red_theta=np.pi):
+        state = start(base, name, [300.0, red_x], [500.0, 500.0], [0.0, red_theta])
+        state = state.replace(step=jnp.asarray(step, jnp.int32))
+        return float(red_script(name, KEY, state, params, 1)[0, 2])
+
+    # A charging rush holds its fire beyond 100 m; before its charge it fires.
+    assert fire("rush", 450.0, 160) == 0.0 and fire("rush", 390.0, 160) == 1.0
+    assert fire("rush", 450.0, 10) == 1.0
+    # A withdrawing hold or feint does not fire; they fire when they fight.
+    assert fire("hold", 450.0, 250) == 0.0 and fire("hold", 450.0, 50) == 1.0
+    assert fire("feint", 450.0, 50) == 0.0 and fire("feint", 450.0, 150) == 1.0
 
 
 def test_hidden_type_never_in_blues_observation():

@@ -98,6 +98,39 @@ def test_ladder_report_has_every_level_beside_the_reference(runs):
     )
 
 
+def test_ladder_ppo_starts_from_the_cloned_teacher(runs):
+    folder, results = runs["wargame_ladder"]
+    config = get_preset("wargame_ladder", "quick")
+    cloned = stage_result(folder, "clone")["result"]["checkpoint"]
+    started = json.loads(
+        (folder / "stages" / "train" / "stage_config.json").read_text()
+    )
+    assert started["config"]["init_checkpoint"] == cloned
+    assert (
+        started["config"]["critic_warmup_chunks"] == config.clone.critic_warmup_chunks
+    )
+    clone = results["clone"]
+    assert 0.0 <= clone["teacher_agreement"] <= 1.0 and clone["samples"] > 0
+    lines = (folder / "results.md").read_text().splitlines()
+    assert list(clone["levels"]) == list(wargame.LEVELS)
+    for level, summary in clone["levels"].items():
+        check_summary(summary, config.n_episodes)
+        row = [line for line in lines if line.startswith(f"| {level} (clone) |")]
+        assert len(row) == 1
+    again = evaluate_detailed(
+        cloned, config.n_episodes, seed=config.eval_seed, opponent="L5"
+    )
+    assert (again.wins, again.draws, again.losses) == tuple(
+        clone["levels"]["L5"][k] for k in ("wins", "draws", "losses")
+    )
+
+
+def test_ladder_clone_needs_the_terrain_features():
+    plain = wargame.LADDER_TRAINING.replace(game_kwargs={"reward_received": 10.0})
+    with pytest.raises(InvalidParameterError, match="terrain_obs"):
+        wargame.WargameLadderConfig(training=plain, clone=wargame.CloneConfig())
+
+
 def test_ladder_evaluation_is_the_league_evaluation(runs):
     folder, results = runs["wargame_ladder"]
     config = get_preset("wargame_ladder", "quick")

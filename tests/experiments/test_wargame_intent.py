@@ -16,19 +16,26 @@ from mopa.experiments import run_experiment
 from mopa.experiments.wargame_intent import (
     CONDITIONS,
     FAMILY,
+    MOTION_FEATURES,
     NUM_FEATURES,
     NUM_TYPES,
+    PLANNERS,
     PROFILES,
     TRAINED,
     WargameIntentConfig,
     belief_features,
+    choose_plan,
     classifier_config,
+    classifier_input,
     classifier_logits_fn,
     family_index,
     paired_difference,
+    plan_verdict,
     prefix_examples,
+    probe_family,
     sharpness_ranges,
     soft_belief_game,
+    training_segments,
     verdict,
     wargame,
     wilson_interval,
@@ -63,6 +70,7 @@ def test_quick_run_writes_its_files(quick_run):
     assert written["conditions"] == results["conditions"]
     markdown = (out / "results.md").read_text()
     assert verdict(results) in markdown
+    assert plan_verdict(results) in markdown
     for name in CONDITIONS:
         assert f"{results['conditions'][name]['wins']} |" in markdown
     for name in TRAINED:
@@ -108,7 +116,14 @@ def test_quick_results_schema_and_counts(quick_run):
         assert len(results["training"][name]["final_return_per_seed"]) == (
             QUICK.num_seeds
         )
-    assert set(results["timing_s"]) == {"train", "belief", "evaluate", "family_probe"}
+    assert set(results["timing_s"]) == {
+        "train",
+        "belief",
+        "evaluate",
+        "family_probe",
+        "plan_belief",
+        "plan_evaluate",
+    }
     probe = results["family_probe"]
     assert probe["types"] == list(FAMILY)
     rates = np.add(probe["win_rate"], probe["draw_rate"]) + probe["loss_rate"]
@@ -116,6 +131,16 @@ def test_quick_results_schema_and_counts(quick_run):
     assert set(probe["best_plan_by_win_rate"].values()) <= set(probe["plans"])
     # Knowing the type can only help a Blue choosing among the same plans.
     assert probe["best_plan_per_type_win_rate"] >= probe["best_single_plan_win_rate"]
+    assert results["warm_start"] == QUICK.warm_start
+    planning = results["planning"]
+    assert planning["blind_plan"] in probe["plans"]
+    for name in PLANNERS:
+        c = planning["conditions"][name]
+        assert c["wins"] + c["draws"] + c["losses"] == episodes
+    lo = planning["conditions"]["aware_planner"]["win_rate_ci95"][0]
+    hi = planning["conditions"]["blind_planner"]["win_rate_ci95"][1]
+    assert planning["beats"] == (lo > hi)
+    assert len(planning["belief"]["accuracy_by_step"]) == QUICK.belief_rows
 
 
 def test_soft_belief_game_observation_layout():
@@ -179,14 +204,45 @@ def test_online_belief_reads_observations_never_the_type():
 
 
 def test_prefix_examples_mask_rows_past_each_prefix():
-    rows = np.arange(2 * 3 * 2, dtype=np.float32).reshape(2, 3, 2) + 1
+    F, M = NUM_FEATURES, len(MOTION_FEATURES)
+    rows = np.zeros((2, 3, F), np.float32)
+    rows[:, :, 0] = [[1, 2, 3], [4, 5, 6]]  # Blue's x: not a motion feature
+    rows[:, :, 17] = [[0.10, 0.15, 0.30], [0.5, 0.4, 0.3]]  # Red's x
     data = prefix_examples(rows, np.array([2, 3]), np.array([4, 1]))
     # Episode 0 gives prefixes of 1 and 2 rows, episode 1 of 1, 2 and 3.
-    assert data.x.shape == (5, 3 * 2 + 1)
+    assert (
+        data.x.shape
+        == (5, 3 * (F + M) + 1)
+        == (5, WargameIntentConfig(belief_rows=3).belief_input_size)
+    )
     np.testing.assert_array_equal(data.labels, [4, 4, 1, 1, 1])
-    np.testing.assert_allclose(data.x[0], [1, 2, 0, 0, 0, 0, 1 / 3])
-    np.testing.assert_allclose(data.x[1], [1, 2, 3, 4, 0, 0, 2 / 3])
-    np.testing.assert_allclose(data.x[4], [7, 8, 9, 10, 11, 12, 1.0])
+    x = np.asarray(data.x)
+    prefix, motion, fraction = x[:, : 3 * F], x[:, 3 * F : -1], x[:, -1]
+    np.testing.assert_allclose(fraction, [1 / 3, 2 / 3, 1 / 3, 2 / 3, 1.0])
+    # Rows past the prefix are zeros.
+    np.testing.assert_allclose(prefix[1].reshape(3, F)[:, 0], [1, 2, 0])
+    np.testing.assert_allclose(prefix[4].reshape(3, F)[:, 17], [0.5, 0.4, 0.3])
+    # Motion: Red's x change from the row before, times 10 (column 1 of the
+    # motion block); the first row and rows past the prefix read 0.
+    red_x = motion.reshape(5, 3, M)[:, :, MOTION_FEATURES.index(17)]
+    np.testing.assert_allclose(red_x[0], [0, 0, 0], atol=1e-6)
+    np.testing.assert_allclose(red_x[1], [0, 0.5, 0], atol=1e-5)
+    np.testing.assert_allclose(red_x[4], [0, -1.0, -1.0], atol=1e-5)
+    # The classifier reads the same input online.
+    np.testing.assert_allclose(
+        classifier_input(jnp.asarray(rows[1]), jnp.asarray(3)), x[4], atol=1e-6
+    )
+
+
+def test_choose_plan_by_hand():
+    # Two plans, three types: plan 0 wins 0.9, 0.1, 0.5; plan 1 wins 0.4 each.
+    table = jnp.asarray([[0.9, 0.1, 0.5], [0.4, 0.4, 0.4]])
+    # Flat belief: 1.5 / 3 = 0.5 against 0.4, plan 0.
+    assert int(choose_plan(table, jnp.full(3, 1 / 3))) == 0
+    # Sure of type 1: 0.1 against 0.4, plan 1.
+    assert int(choose_plan(table, jnp.asarray([0.0, 1.0, 0.0]))) == 1
+    # 0.3 x 0.9 + 0.7 x 0.1 = 0.34 against 0.4, plan 1.
+    assert int(choose_plan(table, jnp.asarray([0.3, 0.7, 0.0]))) == 1
 
 
 def test_wilson_interval_and_paired_difference_by_hand():
@@ -211,3 +267,40 @@ def test_config_names_the_bad_field():
         WargameIntentConfig(belief_rows=0)
     with pytest.raises(InvalidParameterError, match="alpha_low"):
         WargameIntentConfig(alpha_low=0.8, alpha_high=0.2)
+    with pytest.raises(InvalidParameterError, match="warm_start"):
+        WargameIntentConfig(warm_start=1.0)
+
+
+def test_training_segments_cut_at_the_warm_start():
+    # 768 updates in 8 chunks of 96; the warm start ends at 384, a chunk border.
+    assert training_segments(768, 8, 384) == [(96 * i, 96) for i in range(8)]
+    # 10 updates in chunks of 4, 3, 3; a warm start of 5 cuts the second chunk.
+    assert training_segments(10, 3, 5) == [(0, 4), (4, 1), (5, 2), (7, 3)]
+    assert training_segments(10, 3, 0) == [(0, 4), (4, 3), (7, 3)]
+    # Every update is played once, in order.
+    for warm in range(11):
+        segments = training_segments(10, 4, warm)
+        starts = [first for first, _ in segments]
+        assert starts == sorted(starts) and sum(n for _, n in segments) == 10
+        assert all(first + n <= warm or first >= warm for first, n in segments)
+
+
+def test_the_family_calls_for_different_plans():
+    # Scripted Blues, 60 episodes per plan and type: attacking at once wins more
+    # against the flankers and the feint; waiting and then attacking wins more
+    # against the rush and the hold; the stand-off must be chased (a Blue that
+    # holds its position draws).
+    probe = probe_family(60, 0)
+    win = dict(zip(probe["plans"], np.asarray(probe["win_rate"]), strict=True))
+    draw = dict(zip(probe["plans"], np.asarray(probe["draw_rate"]), strict=True))
+    now, later = win["close to 50 m"], win["hold, close to 50 m from step 200"]
+    for k, red in enumerate(FAMILY):
+        if red in ("rush", "hold"):
+            assert later[k] >= now[k] + 0.15, red
+        elif red == "standoff":
+            assert draw["hold position"][k] >= 0.9
+            assert win["close to 120 m"][k] >= 0.5
+        else:
+            assert now[k] >= later[k] + 0.1, red
+    gain = probe["best_plan_per_type_win_rate"] - probe["best_single_plan_win_rate"]
+    assert gain >= 0.05

@@ -196,7 +196,9 @@ class BattalionParams:
     rush_range: float = 50.0
     """Scripted ``rush``: distance it closes to."""
     flank_offset: float = 150.0
-    """Scripted ``flank_*``: distance of its waypoint beside Blue."""
+    """Scripted ``flank_*``: its waypoint beside Blue is ``FLANK_WIDE`` times this
+    away (out of range) until it charges at ``FLANK_STEP``
+    (:mod:`mopa.envs.scripted_red`)."""
     flank_reach: float = 30.0
     """Scripted ``flank_*``: within this of the waypoint it turns to fight."""
     standoff_range: float = 190.0
@@ -204,11 +206,11 @@ class BattalionParams:
     hold_radius: float = 300.0
     """Scripted ``hold``: it picks the best cell within this of its start."""
     feint_range: float = 300.0
-    """Scripted ``feint``: distance it first closes to."""
+    """Scripted ``feint``: distance it closes to after withdrawing."""
     feint_withdraw_step: int = 120
-    """Scripted ``feint``: step at which it starts to pull back."""
+    """Scripted ``feint``: step at which it stops withdrawing and turns to close."""
     feint_rush_step: int = 200
-    """Scripted ``feint``: step at which it rushes."""
+    """Scripted ``feint``: step at which it charges."""
 
 
 @struct.dataclass

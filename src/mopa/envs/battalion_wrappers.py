@@ -14,6 +14,10 @@ their scripts are compiled). The drawn type is in ``state.red_type`` and
 
     env, params = make("battalion_vs_red", red="mixed")  # the six strategies
     env, params = make("battalion_vs_red", red="L3", discrete=True)
+
+:class:`TerrainFeatures` (``terrain_obs=True``; off by default) appends to Blue's
+observation what the terrain grid says about cover around it, so that a policy
+can find cover it does not stand on.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from mopa.envs.battalion import (
     BattalionParams,
     BattalionState,
     build_battalion,
+    cell_index,
+    lookup,
 )
 from mopa.envs.scripted_red import (
     LADDER,
@@ -41,7 +47,7 @@ from mopa.envs.scripted_red import (
     hold_goals,
     red_actions,
 )
-from mopa.envs.spaces import Discrete
+from mopa.envs.spaces import Box, Discrete
 from mopa.envs.wrappers import Wrapper
 from mopa.errors import InvalidParameterError, UnknownNameError
 
@@ -218,6 +224,132 @@ class DiscreteActions(Wrapper):
         )
 
 
+TERRAIN_RADIUS = 250.0
+"""Metres within which :class:`TerrainFeatures` looks for the best cover."""
+TERRAIN_RING = 50.0
+"""Metres from a unit of the eight cover samples of :class:`TerrainFeatures`."""
+TERRAIN_HOLD = 160.0
+"""Metres towards Red of :class:`TerrainFeatures`' last sample (where the ladder's
+L3-L5 stop closing, 80% of the default ``fire_range``)."""
+NUM_TERRAIN_FEATURES = 12
+"""Values :class:`TerrainFeatures` appends per Blue unit."""
+
+
+def terrain_features(
+    state: BattalionState, params: BattalionParams, num_blue: int, size: int
+) -> jax.Array:
+    """``[B, 12]`` cover around each Blue unit, from the terrain grid (world frame,
+    every value in ``[-1, 1]``).
+
+    Per unit: the offset ``(dx, dy) / TERRAIN_RADIUS`` to the centre of the cell
+    with the most cover within ``TERRAIN_RADIUS`` metres (nearer cells win ties)
+    and that cover; the cover ``TERRAIN_RING`` metres away towards east,
+    north-east, ..., south-east (counter-clockwise); and the cover
+    ``TERRAIN_HOLD`` metres towards the nearest Red unit.
+
+    Args:
+        state: one game's state.
+        params: the game's parameters.
+        num_blue: Blue units (static).
+        size: the terrain grid's side (static).
+    """
+    B = num_blue
+    col = jnp.arange(size * size) % size
+    row = jnp.arange(size * size) // size
+    cx = (col + 0.5) * params.map_width / size  # [G * G]
+    cy = (row + 0.5) * params.map_height / size
+    bx, by = state.x[:B], state.y[:B]  # [B]
+    dx, dy = cx[None] - bx[:, None], cy[None] - by[:, None]  # [B, G * G]
+    dist = jnp.sqrt(dx * dx + dy * dy)
+    score = jnp.where(dist <= TERRAIN_RADIUS, state.cover[None] - 1e-4 * dist, -jnp.inf)
+    best = jnp.argmax(score, axis=1)  # [B]
+    found = jnp.any(jnp.isfinite(score), axis=1)
+    pick = jax.vmap(lambda row, i: row[i])
+    best_dx = jnp.where(found, pick(dx, best), 0.0) / TERRAIN_RADIUS
+    best_dy = jnp.where(found, pick(dy, best), 0.0) / TERRAIN_RADIUS
+    best_cover = jnp.where(
+        found, state.cover[best], lookup(state.cover, cell_index(bx, by, params, size))
+    )
+    angles = jnp.arange(8) * (jnp.pi / 4)
+    ring_x = bx[:, None] + TERRAIN_RING * jnp.cos(angles)[None]  # [B, 8]
+    ring_y = by[:, None] + TERRAIN_RING * jnp.sin(angles)[None]
+    ring = lookup(state.cover, cell_index(ring_x, ring_y, params, size))
+    alive = ~state.routed[B:] & (state.strength[B:] > params.destroyed_threshold)
+    rdx = state.x[None, B:] - bx[:, None]  # [B, R]
+    rdy = state.y[None, B:] - by[:, None]
+    rdist = jnp.sqrt(rdx * rdx + rdy * rdy)
+    nearest = jnp.argmin(jnp.where(alive[None], rdist, jnp.inf), axis=1)  # [B]
+    to_x, to_y, to_d = pick(rdx, nearest), pick(rdy, nearest), pick(rdist, nearest)
+    inv = jnp.where(to_d > 0, 1.0 / jnp.where(to_d > 0, to_d, 1.0), 0.0)
+    reach = jnp.minimum(to_d, TERRAIN_HOLD)
+    hold = lookup(
+        state.cover,
+        cell_index(bx + to_x * inv * reach, by + to_y * inv * reach, params, size),
+    )
+    return jnp.concatenate(
+        [
+            jnp.stack([best_dx, best_dy, best_cover], -1),
+            ring,
+            hold[:, None],
+        ],
+        -1,
+    ).astype(jnp.float32)
+
+
+class TerrainFeatures(Wrapper):
+    """Blue's observation followed by :func:`terrain_features`
+    (``NUM_TERRAIN_FEATURES`` more values per unit).
+
+    Args:
+        env: a :class:`ScriptedRed` game (one team, Blue).
+    """
+
+    def __init__(self, env: ScriptedRed):
+        super().__init__(env)
+
+    def observation_space(self, team: int) -> Box:
+        size = self.env.observation_space(team).shape[0]
+        return Box(-1.0, 1.0, (size + NUM_TERRAIN_FEATURES,))
+
+    def check_actions(self, actions: Any) -> TeamArrays:
+        return self.env.check_actions(actions)
+
+    def _features(self, obs: TeamArrays, state: BattalionState, params) -> TeamArrays:
+        unwrapped = self.unwrapped
+        extra = terrain_features(
+            state, params, unwrapped.num_blue, unwrapped.terrain_size
+        )
+        return (jnp.concatenate([obs[BLUE], extra], -1),)
+
+    def _reset(
+        self, key: jax.Array, params: BattalionParams
+    ) -> tuple[TeamArrays, BattalionState]:
+        obs, state = self.env.reset(key, params)
+        return self._features(obs, state, params), state
+
+    def _step(
+        self,
+        key: jax.Array,
+        state: BattalionState,
+        actions: TeamArrays,
+        params: BattalionParams,
+    ) -> StepOutput:
+        obs, state, rewards, terminated, truncated, info = self.env.step(
+            key, state, actions, params
+        )
+        return (
+            self._features(obs, state, params),
+            state,
+            rewards,
+            terminated,
+            truncated,
+            info,
+        )
+
+    def observe(self, state: BattalionState, params: BattalionParams) -> TeamArrays:
+        return self._features(self.env.observe(state, params), state, params)
+
+
 SCRIPTED_VARIANTS = {
     "battalion_vs_red": "battalion",
     "multi_battalion_vs_red": "multi_battalion",
@@ -231,8 +363,9 @@ def make_battalion_vs_red(name: str, **overrides: Any) -> tuple[Env, BattalionPa
     Overrides: ``red`` (a type of :data:`~mopa.envs.scripted_red.RED_TYPES`, a
     group of :data:`RED_GROUPS` or a sequence of types, drawn uniformly per
     episode unless ``red_probs`` is given; default ``"L5"``), ``discrete`` (wrap in
-    :class:`DiscreteActions`; default False), and any structure or parameter field
-    of the embedded game.
+    :class:`DiscreteActions`; default False), ``terrain_obs`` (append
+    :func:`terrain_features` to Blue's observation, :class:`TerrainFeatures`;
+    default False), and any structure or parameter field of the embedded game.
 
     Returns:
         ``(env, params)``.
@@ -243,8 +376,10 @@ def make_battalion_vs_red(name: str, **overrides: Any) -> tuple[Env, BattalionPa
     """
     red = overrides.pop("red", "L5")
     discrete = overrides.pop("discrete", False)
-    if not isinstance(discrete, bool):
-        raise InvalidParameterError(f"{name}: discrete must be bool, got {discrete!r}")
+    terrain_obs = overrides.pop("terrain_obs", False)
+    for option, value in (("discrete", discrete), ("terrain_obs", terrain_obs)):
+        if not isinstance(value, bool):
+            raise InvalidParameterError(f"{name}: {option} must be bool, got {value!r}")
     red_types = parse_red(name, red)
     if "red_probs" not in overrides:
         probs = np.zeros(NUM_RED_TYPES, np.float32)
@@ -253,6 +388,8 @@ def make_battalion_vs_red(name: str, **overrides: Any) -> tuple[Env, BattalionPa
     game, params = build_battalion(name, SCRIPTED_VARIANTS[name], overrides)
     env: Env = ScriptedRed(game, red_types)
     env.validate_params(params)
+    if terrain_obs:
+        env = TerrainFeatures(env)
     if discrete:
         env = DiscreteActions(env)
     return env, params

@@ -12,15 +12,41 @@ types, by index into :data:`RED_TYPES`:
   ``L3`` firing at intensity 0.5 and 1 every step;
 * ``random``: uniform actions (move and rotate in ``[-1, 1]``, fire in
   ``[0, 1]``);
-* the strategy family, qualitatively different plans that all fire at full
-  intensity (the game only lets a shot land inside the arc and range):
-  ``rush`` closes to ``rush_range`` head on; ``flank_left`` / ``flank_right``
-  make for a waypoint ``flank_offset`` metres off Blue's own left / right side
-  and fight from there, so they circle as Blue turns; ``standoff`` keeps
-  ``standoff_range`` metres (backing away, still facing Blue, when Blue closes);
-  ``hold`` marches to the best cover within ``hold_radius`` of its start and
-  fights from it without advancing; ``feint`` closes to ``feint_range``, backs
-  away from step ``feint_withdraw_step``, and rushes from ``feint_rush_step``.
+* the strategy family: qualitatively different plans, each of which gives
+  itself away in its opening moves and each with its own weakness, so that the
+  best Blue plan depends on the type. Every unit turns towards Blue while it
+  fights and fires at full intensity except where said (the game only lets a
+  shot land inside the arc and range):
+
+  - ``rush`` stands where it starts and fights (firing whenever Blue is in its
+    arc and range) until :data:`RUSH_STEP`, then charges head on to
+    ``rush_range``, holding its fire until Blue is within
+    :data:`RUSH_FIRE_RANGE`: a Blue that attacks it early fights it on equal
+    terms, a Blue that waits gets free volleys at the charge;
+  - ``flank_left`` / ``flank_right`` swing wide, out of range, to a waypoint
+    :data:`FLANK_WIDE` x ``flank_offset`` metres off Blue's own left / right
+    side (it circles as Blue turns, its flank to Blue) until :data:`FLANK_STEP`,
+    then charge in head on, firing, to ``rush_range``: a Blue that attacks them
+    while they swing shoots them in the flank;
+  - ``standoff`` advances at :data:`STANDOFF_SPEED` of full speed to
+    ``standoff_range`` and keeps it, backing away (still facing Blue) when Blue
+    closes: it only loses to a Blue that chases it into a map edge, and a Blue
+    that waits draws;
+  - ``hold`` marches to the best cover within ``hold_radius`` of its start and
+    fights from it without advancing (a Blue that attacks it there fights at a
+    disadvantage); from :data:`HOLD_WITHDRAW_STEP` it turns its back on Blue and
+    marches away without firing, so a Blue that waited and then chases it
+    shoots it in the rear;
+  - ``feint`` first turns its back on Blue and withdraws without firing (a Blue
+    that chases it at once catches it against a map edge and shoots it in the
+    rear); from ``feint_withdraw_step`` it turns to face Blue and closes to
+    ``feint_range``, and from ``feint_rush_step`` it charges, firing, to
+    ``rush_range``: a Blue that waits meets the charge head on.
+
+  Each opening differs (stand, swing left or right, advance slowly, march to
+  cover, turn away), so Blue can tell the types apart from what it sees early,
+  while the best plan differs by type: attack at once (``flank_*``,
+  ``standoff``, ``feint``) or wait and then attack (``rush``, ``hold``).
 
 Red's scripts read the state after Blue has moved in the same step, as the
 reference's do (see :meth:`mopa.envs.battalion.BattalionEnv.step_with_red`).
@@ -45,6 +71,19 @@ STRATEGIES = RED_TYPES[6:]
 RED_TYPE_INDEX = {name: i for i, name in enumerate(RED_TYPES)}
 
 _LADDER_FIRE = {"L1": 0.0, "L2": 0.0, "L3": 0.0, "L4": 0.5, "L5": 1.0}
+
+RUSH_STEP = 150
+"""``rush`` stands and fights where it starts until this step, then charges."""
+RUSH_FIRE_RANGE = 100.0
+"""A charging ``rush`` holds its fire while Blue is farther than this (metres)."""
+FLANK_STEP = 150
+"""``flank_*`` swing wide until this step, then close in to fight."""
+FLANK_WIDE = 2.0
+"""``flank_*`` swing wide to this multiple of ``flank_offset`` from Blue."""
+STANDOFF_SPEED = 0.5
+"""``standoff`` advances at this fraction of full speed."""
+HOLD_WITHDRAW_STEP = 200
+"""``hold`` leaves its cover and marches away from Blue from this step."""
 
 
 def _wrap(angle: jax.Array) -> jax.Array:
@@ -142,26 +181,29 @@ def red_script(
         sample = jax.random.uniform(key, (R, 3), minval=-1.0, maxval=1.0)
         return sample.at[:, 2].set((sample[:, 2] + 1.0) / 2.0)
     if name == "rush":
-        return act((dist > params.rush_range).astype(jnp.float32), face, ones)
+        charge = (state.step >= RUSH_STEP) & (dist > params.rush_range)
+        fire = (state.step < RUSH_STEP) | (dist <= RUSH_FIRE_RANGE)
+        return act(charge.astype(jnp.float32), face, fire.astype(jnp.float32))
     if name in ("flank_left", "flank_right"):
         side = 1.0 if name == "flank_left" else -1.0
+        offset = FLANK_WIDE * params.flank_offset
         gx = jnp.clip(
-            bx + params.flank_offset * jnp.cos(btheta + side * jnp.pi / 2),
-            0.0,
-            params.map_width,
+            bx + offset * jnp.cos(btheta + side * jnp.pi / 2), 0.0, params.map_width
         )
         gy = jnp.clip(
-            by + params.flank_offset * jnp.sin(btheta + side * jnp.pi / 2),
-            0.0,
-            params.map_height,
+            by + offset * jnp.sin(btheta + side * jnp.pi / 2), 0.0, params.map_height
         )
         rotate, move, to_goal = _head_for(rx, ry, theta, gx, gy, params)
         there = to_goal <= params.flank_reach
-        return act(jnp.where(there, 0.0, move), jnp.where(there, face, rotate), ones)
+        swing = act(jnp.where(there, 0.0, move), jnp.where(there, face, rotate), ones)
+        charge = act((dist > params.rush_range).astype(jnp.float32), face, ones)
+        return jnp.where(state.step < FLANK_STEP, swing, charge)
+    # Turning its back on Blue: head for the point mirroring Blue through Red.
+    away, away_move, _ = _head_for(rx, ry, theta, 2 * rx - bx, 2 * ry - by, params)
     if name == "standoff":
         move = jnp.where(
             dist > params.standoff_range + 7.5,
-            1.0,
+            STANDOFF_SPEED,
             jnp.where(dist < params.standoff_range - 7.5, -1.0, 0.0),
         )
         return act(move, face, ones)
@@ -169,17 +211,21 @@ def red_script(
         gx, gy = state.red_goal[:, 0], state.red_goal[:, 1]
         rotate, move, to_goal = _head_for(rx, ry, theta, gx, gy, params)
         there = to_goal <= 10.0
-        return act(jnp.where(there, 0.0, move), jnp.where(there, face, rotate), ones)
+        fight = act(jnp.where(there, 0.0, move), jnp.where(there, face, rotate), ones)
+        withdraw = act(away_move, away, zeros)
+        return jnp.where(state.step < HOLD_WITHDRAW_STEP, fight, withdraw)
     if name == "feint":
         step = state.step
-        approach = (dist > params.feint_range).astype(jnp.float32)
-        rush = (dist > params.rush_range).astype(jnp.float32)
-        move = jnp.where(
+        withdraw = act(away_move, away, zeros)
+        # Turning back from the withdrawal: move only once Blue is ahead.
+        towards, towards_move, _ = _head_for(rx, ry, theta, bx, by, params)
+        close = act(towards_move * (dist > params.feint_range), towards, ones)
+        rush = act(towards_move * (dist > params.rush_range), towards, ones)
+        return jnp.where(
             step < params.feint_withdraw_step,
-            approach,
-            jnp.where(step < params.feint_rush_step, -1.0, rush),
+            withdraw,
+            jnp.where(step < params.feint_rush_step, close, rush),
         )
-        return act(move, face, ones)
     raise ValueError(f"unknown Red type {name!r}; known: {', '.join(RED_TYPES)}")
 
 

@@ -16,6 +16,13 @@ experiment.
 shares one compiled program), then evaluated against each of L1-L5 over
 ``n_episodes`` episodes, beside the targets (at least 95% against L1-L4 and 60%
 against L5) and the reference PPO baseline of seed 001 (85, 85, 100, 100, 25%).
+With ``clone`` set (the default profile) the PPO run starts from an actor first
+trained by behaviour cloning of :func:`cover_teacher_action`, a scripted Blue
+that reads only its own observation (with ``terrain_obs``: where the best cover
+nearby lies): it moves to that cover while Red is out of range, then faces Red
+and fires from there, and closes on a Red that has not come within range by
+``hold_until`` of the episode. The cloned actor is evaluated on the ladder too,
+so the report shows what PPO added to or took from its starting point.
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 from scipy.stats import binomtest
 
@@ -204,10 +213,243 @@ def training_dict(training: TrainingConfig) -> dict[str, Any]:
     return training.identity()
 
 
+# -- behaviour cloning of a scripted, cover-seeking Blue -----------------------------
+def cover_teacher_action(
+    obs: jax.Array, params: Any, hold_until: float, close_range: float
+) -> jax.Array:
+    """The discrete action (a row of
+    :data:`~mopa.envs.battalion_wrappers.BATTALION_ACTIONS`) of a scripted Blue
+    that fights from cover, from its own observation alone.
+
+    While Red is out of range (more than ``fire_range`` + 5 m away) and the
+    episode is younger than ``hold_until``, it heads for the cell with the most
+    cover within :data:`~mopa.envs.battalion_wrappers.TERRAIN_RADIUS` (read from
+    the observation's terrain features); there, or once Red is in range, it turns
+    to face Red and holds; from ``hold_until`` on, a Red still out of range is
+    closed on to ``close_range`` metres. It fires whenever Red is inside its arc,
+    and moves only towards goals within 90 degrees of its heading.
+
+    Args:
+        obs: ``[17 + NUM_TERRAIN_FEATURES]`` Blue's observation with
+            ``terrain_obs``.
+        params: the game's parameters.
+        hold_until: episode fraction after which a distant Red is closed on.
+        close_range: distance to close to, metres.
+
+    Returns:
+        ``[]`` int32 action.
+    """
+    from mopa.envs.battalion_wrappers import NUM_TERRAIN_FEATURES, TERRAIN_RADIUS
+
+    base = obs.shape[-1] - NUM_TERRAIN_FEATURES
+
+    def off_heading(x, y):  # angle of world direction (x, y) off Blue's heading
+        return jnp.arctan2(obs[2] * y - obs[3] * x, obs[2] * x + obs[3] * y)
+
+    diagonal = jnp.sqrt(params.map_width**2 + params.map_height**2)
+    dist = obs[6] * diagonal
+    to_red = off_heading(obs[7], obs[8])
+    goal_x, goal_y = obs[base] * TERRAIN_RADIUS, obs[base + 1] * TERRAIN_RADIUS
+    to_goal = off_heading(goal_x, goal_y)
+    out_of_range = dist > params.fire_range + 5.0
+    early = obs[11] < hold_until
+    seek = out_of_range & early & (jnp.sqrt(goal_x**2 + goal_y**2) > 15.0)
+    close = ~early & (dist > close_range)
+    delta = jnp.where(seek, to_goal, to_red)
+    rotate = jnp.where(delta > 0.05, 1, jnp.where(delta < -0.05, -1, 0))
+    move = jnp.where(seek | close, (jnp.abs(delta) < jnp.pi / 2).astype(jnp.int32), 0)
+    fire = (jnp.abs(to_red) < params.fire_arc).astype(jnp.int32)
+    return ((move + 1) * 6 + (rotate + 1) * 2 + fire).astype(jnp.int32)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CloneConfig:
+    """Behaviour cloning of :func:`cover_teacher_action` into the learner's actor
+    (the start of the PPO run)."""
+
+    num_episodes: int = 512
+    """Teacher episodes recorded (against the training mixture's Red)."""
+    num_updates: int = 3000
+    """Adam steps of the cross-entropy fit."""
+    batch_size: int = 2048
+    """Recorded steps per Adam step (drawn uniformly with replacement)."""
+    lr: float = 1e-3
+    """Adam learning rate."""
+    label_smoothing: float = 0.1
+    """Probability mass spread uniformly over all actions in the targets, so that
+    the cloned actor still explores when PPO takes over."""
+    hold_until: float = 0.3
+    """The teacher's ``hold_until``."""
+    close_range: float = 120.0
+    """The teacher's ``close_range``, metres."""
+    critic_warmup_chunks: int = 1
+    """PPO chunks at the start during which the cloned actor is held while the
+    fresh critic learns."""
+    seed: int = 0
+    """Seed of the recorded episodes, the initial weights and the minibatches."""
+
+    def __post_init__(self):
+        for name in ("num_episodes", "num_updates", "batch_size"):
+            if getattr(self, name) < 1:
+                raise InvalidParameterError(
+                    f"{name} must be >= 1, got {getattr(self, name)}"
+                )
+        if self.lr <= 0:
+            raise InvalidParameterError(f"lr must be > 0, got {self.lr}")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise InvalidParameterError(
+                f"label_smoothing must lie in [0, 1), got {self.label_smoothing}"
+            )
+        if self.critic_warmup_chunks < 0:
+            raise InvalidParameterError(
+                f"critic_warmup_chunks must be >= 0, got {self.critic_warmup_chunks}"
+            )
+
+
+def teacher_episodes(
+    env: Any, params: Any, clone: CloneConfig, key: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Play ``clone.num_episodes`` episodes of :func:`cover_teacher_action`.
+
+    Returns:
+        ``(obs [E, T, D], actions [E, T], live [E, T])``: Blue's observation and
+        the teacher's action at every step, and whether the episode was still
+        running (steps after its end are padding).
+    """
+    num_steps = int(params.max_steps)
+
+    def episode(key):
+        key_reset, key_run = jax.random.split(key)
+        obs, state = env.reset(key_reset, params)
+
+        def body(carry, key_step):
+            obs, state, live = carry
+            own = obs[0][0]
+            action = cover_teacher_action(
+                own, params, clone.hold_until, clone.close_range
+            )
+            obs, state, _, terminated, truncated, _ = env.step(
+                key_step, state, (action[None],), params
+            )
+            return (obs, state, live & ~(terminated | truncated)), (own, action, live)
+
+        init = (obs, state, jnp.ones((), bool))
+        _, out = jax.lax.scan(body, init, jax.random.split(key_run, num_steps))
+        return out
+
+    keys = jax.random.split(key, clone.num_episodes)
+    return jax.jit(jax.vmap(episode))(keys)
+
+
+def fit_actor(
+    spec: Any, obs: np.ndarray, actions: np.ndarray, clone: CloneConfig, key
+) -> tuple[Any, np.ndarray]:
+    """Fit a fresh actor of ``spec`` to ``actions`` by cross-entropy with label
+    smoothing (Adam, uniform minibatches with replacement).
+
+    Args:
+        spec: the learner's :class:`~mopa.policy.PolicySpec`.
+        obs: ``[N, D]`` observations.
+        actions: ``[N]`` teacher actions.
+
+    Returns:
+        ``(params, losses [num_updates])``.
+    """
+    import optax
+
+    from mopa.policy import agent_inputs, init_params
+
+    key_init, key_batches = jax.random.split(key)
+    module = spec.module()
+    params = init_params(spec, key_init)
+    optimiser = optax.adam(clone.lr)
+    inputs = jnp.asarray(obs)[:, None, :]  # [N, 1, D]: one agent
+    targets = optax.smooth_labels(
+        jax.nn.one_hot(jnp.asarray(actions), spec.num_actions),
+        clone.label_smoothing,
+    )
+
+    def loss_fn(params, batch):
+        logits = module.apply(params, agent_inputs(spec, inputs[batch]))[:, 0]
+        return optax.softmax_cross_entropy(logits, targets[batch]).mean()
+
+    def update(carry, key_batch):
+        params, opt_state = carry
+        batch = jax.random.randint(key_batch, (clone.batch_size,), 0, len(actions))
+        loss, grads = jax.value_and_grad(loss_fn)(params, batch)
+        updates, opt_state = optimiser.update(grads, opt_state, params)
+        return (optax.apply_updates(params, updates), opt_state), loss
+
+    @jax.jit
+    def fit(params, keys):
+        (params, _), losses = jax.lax.scan(
+            update, (params, optimiser.init(params)), keys
+        )
+        return params, losses
+
+    params, losses = fit(params, jax.random.split(key_batches, clone.num_updates))
+    return jax.tree.map(np.asarray, params), np.asarray(losses)
+
+
+def clone_blue(
+    training: TrainingConfig, clone: CloneConfig, folder: Path, progress
+) -> dict[str, Any]:
+    """Record the teacher against ``training``'s game, fit the learner's actor to
+    it and write it as a policy checkpoint ``folder/cloned.msgpack`` (the
+    ``init_checkpoint`` of the PPO run).
+
+    Returns:
+        ``{"checkpoint", "samples", "teacher_agreement", "final_loss",
+        "wall_s"}``; the agreement is the greedy cloned actor's share of
+        recorded steps on which it picks the teacher's action.
+    """
+    import time
+
+    from mopa.core import checkpoint
+    from mopa.core.runinfo import run_metadata
+    from mopa.envs import make
+    from mopa.league.training import learner_spec
+    from mopa.policy import agent_inputs
+
+    start = time.perf_counter()
+    overrides = {**dict(training.game_kwargs), "discrete": True}
+    env, params = make(training.game, **overrides)
+    spec = learner_spec(env, 0, training)
+    key_play, key_fit = jax.random.split(jax.random.key(clone.seed))
+    obs, actions, live = teacher_episodes(env, params, clone, key_play)
+    live = np.asarray(live).reshape(-1)
+    obs = np.asarray(obs).reshape(live.size, -1)[live]
+    actions = np.asarray(actions).reshape(-1)[live]
+    params_actor, losses = fit_actor(spec, obs, actions, clone, key_fit)
+    logits = spec.module().apply(params_actor, agent_inputs(spec, obs[:, None, :]))
+    agreement = float(np.mean(np.argmax(np.asarray(logits)[:, 0], -1) == actions))
+    path = checkpoint.write_policy_checkpoint(
+        folder / "cloned.msgpack",
+        algo="bc",
+        env=training.game,  # the one-team game (terrain_obs needs it)
+        env_overrides=overrides,
+        config={"training": training.identity(), "clone": dataclasses.asdict(clone)},
+        meta=run_metadata(dataclasses.asdict(clone)),
+        teams={"blue": (spec.to_dict(), jax.tree.map(lambda x: x[None], params_actor))},
+    )
+    wall_s = time.perf_counter() - start
+    progress(
+        f"clone: {len(actions)} teacher steps, agreement {agreement:.3f}, "
+        f"loss {losses[-1]:.3f}, {wall_s:.0f} s"
+    )
+    return {
+        "checkpoint": str(path),
+        "samples": int(len(actions)),
+        "teacher_agreement": agreement,
+        "final_loss": float(losses[-1]),
+        "wall_s": wall_s,
+    }
+
+
 # -- wargame_ladder -------------------------------------------------------------------
 LADDER_TRAINING = TrainingConfig(
     game="battalion_vs_red",
-    game_kwargs={"reward_received": 10.0},
+    game_kwargs={"reward_received": 10.0, "terrain_obs": True},
     total_timesteps=6_000_000,
     n_envs=128,
     n_steps=128,
@@ -223,7 +465,9 @@ LADDER_TRAINING = TrainingConfig(
 """PPO settings of the default ladder run (the game's Red is set from the
 experiment's ``mixture``). Damage received costs twice the reward of damage dealt
 (``reward_received`` 10, a documented game option; the game's default is 5), so
-that Blue values fighting from better cover than Red's."""
+that Blue values fighting from better cover than Red's, and Blue's observation
+carries the terrain features of ``terrain_obs`` (where cover lies around it). The
+default profile trains at learning rate 1e-4 from a cloned actor."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -241,6 +485,9 @@ class WargameLadderConfig:
         ("L5", 0.5),
     )
     """``(Red type, weight)``: each training episode's Red is drawn from these."""
+    clone: CloneConfig | None = None
+    """Start PPO from a behaviour-cloned teacher (``None``: from fresh weights).
+    Needs ``terrain_obs`` in the training game."""
     n_episodes: int = 200
     """Evaluation episodes per level."""
     eval_seed: int = 1_000_000
@@ -255,6 +502,13 @@ class WargameLadderConfig:
             self, "mixture", tuple((str(n), float(w)) for n, w in self.mixture)
         )
         ladder_red_kwargs(self.mixture)  # validates the mixture
+        if self.clone is not None and not dict(self.training.game_kwargs).get(
+            "terrain_obs", False
+        ):
+            raise InvalidParameterError(
+                "clone needs terrain_obs=True in training.game_kwargs (the teacher "
+                "reads the terrain features)"
+            )
 
     @property
     def training_config(self) -> TrainingConfig:
@@ -263,31 +517,54 @@ class WargameLadderConfig:
         return self.training.replace(game_kwargs=kwargs)
 
 
+def evaluate_ladder(checkpoint: str, config: WargameLadderConfig, progress, label):
+    """:func:`evaluate_blue` of ``checkpoint`` against every level, beside the
+    targets and the reference's PPO."""
+    levels = {}
+    for level in LEVELS:
+        summary = evaluate_blue(checkpoint, level, config.n_episodes, config.eval_seed)
+        summary["target"] = TARGETS[level]
+        summary["reference_ppo"] = REFERENCE_PPO[level]
+        summary["target_met"] = summary["win_rate"] >= TARGETS[level]
+        levels[level] = summary
+        progress(f"{label} {level}: {rate_cell(summary)} (target {TARGETS[level]:.2f})")
+    return levels
+
+
 def run_wargame_ladder(
     config: WargameLadderConfig, seeds: int | None, progress, stages
 ) -> dict:
-    """Train one Blue (stage ``train``) and evaluate it against every level."""
+    """Clone the teacher (stage ``clone``, with ``config.clone``), train one Blue
+    (stage ``train``) and evaluate both against every level."""
     if seeds not in (None, 1):
         raise InvalidParameterError(
             f"wargame_ladder trains one Blue (seed {config.training.seed}); "
             f"seeds={seeds} is not supported"
         )
     training = config.training_config
+    results: dict[str, Any] = {}
+    if config.clone is not None:
+        clone = config.clone
+        cloned = stages.run(
+            "clone",
+            {"training": training_dict(training), "clone": dataclasses.asdict(clone)},
+            lambda folder: clone_blue(training, clone, folder, progress),
+        )
+        training = training.replace(
+            init_checkpoint=cloned["checkpoint"],
+            critic_warmup_chunks=clone.critic_warmup_chunks,
+        )
+        results["clone"] = {
+            **{k: v for k, v in cloned.items() if k != "checkpoint"},
+            "config": dataclasses.asdict(clone),
+            "levels": evaluate_ladder(cloned["checkpoint"], config, progress, "clone"),
+        }
     trained = stages.run(
         "train",
         training_dict(training),
         lambda folder: train_blue(training, folder, "train", progress),
     )
-    levels = {}
-    for level in LEVELS:
-        summary = evaluate_blue(
-            trained["checkpoint"], level, config.n_episodes, config.eval_seed
-        )
-        summary["target"] = TARGETS[level]
-        summary["reference_ppo"] = REFERENCE_PPO[level]
-        summary["target_met"] = summary["win_rate"] >= TARGETS[level]
-        levels[level] = summary
-        progress(f"{level}: {rate_cell(summary)} (target {TARGETS[level]:.2f})")
+    levels = evaluate_ladder(trained["checkpoint"], config, progress, "trained")
     return {
         "levels": levels,
         "all_targets_met": all(s["target_met"] for s in levels.values()),
@@ -295,38 +572,69 @@ def run_wargame_ladder(
         "eval_seed": config.eval_seed,
         "mixture": [list(p) for p in config.mixture],
         "training": {k: v for k, v in trained.items() if k != "checkpoint"},
+        **results,
         "stage_wall_s": dict(stages.timing_s),
     }
 
 
+def ladder_rows(levels: dict[str, Any], suffix: str = "") -> list[str]:
+    """The ladder table: one row per level (named ``level + suffix``) with
+    targets and the reference."""
+    lines = [
+        f"| level | {OUTCOME_HEADER} | target | reference PPO |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for level, summary in levels.items():
+        lines.append(
+            f"| {level}{suffix} | {outcome_columns(summary)} | "
+            f"{summary['target']:.2f} | "
+            f"{summary['reference_ppo']:.2f} |"
+        )
+    return lines
+
+
 def markdown_wargame_ladder(results: dict) -> str:
     """``results.md``: the ladder table with intervals, targets and the
-    reference's PPO baseline."""
+    reference's PPO baseline (and the cloned starting point's, when there is
+    one)."""
     training = results["training"]
     mixture = ", ".join(f"{name} {weight:g}" for name, weight in results["mixture"])
     met = "met" if results["all_targets_met"] else "NOT met"
+    clone = results.get("clone")
+    start = (
+        "from an actor cloned from the cover-seeking scripted teacher"
+        if clone is not None
+        else "from fresh weights"
+    )
     lines = [
         "# A trained Blue against the scripted Red ladder (battalion_vs_red)",
         "",
         f"Targets (win rate at least 0.95 against L1-L4, 0.60 against L5): **{met}**.",
         "",
         f"Blue trained through `mopa.league` (MAPPO, discrete actions) for "
-        f"{training['env_steps']:,} steps against a per-episode mixture of Red "
-        f"levels ({mixture}); evaluated greedily over {results['n_episodes']} "
-        "episodes per level (episode i seeded "
+        f"{training['env_steps']:,} steps {start}, against a per-episode mixture "
+        f"of Red levels ({mixture}); evaluated greedily over "
+        f"{results['n_episodes']} episodes per level (episode i seeded "
         f"{results['eval_seed']} + i). Outcomes from the game's end signals; "
         "draws (simultaneous break, 500-step limit) are counted. Intervals: 95% "
         "Wilson.",
         "",
-        f"| level | {OUTCOME_HEADER} | target | reference PPO |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        *ladder_rows(results["levels"]),
+        "",
+        f"Training wall time: {training['wall_s']:.0f} s.",
+        "",
     ]
-    for level, summary in results["levels"].items():
-        lines.append(
-            f"| {level} | {outcome_columns(summary)} | {summary['target']:.2f} | "
-            f"{summary['reference_ppo']:.2f} |"
-        )
-    lines += ["", f"Training wall time: {training['wall_s']:.0f} s.", ""]
+    if clone is not None:
+        lines += [
+            "## The cloned starting point (before PPO)",
+            "",
+            f"Behaviour cloning: {clone['samples']:,} teacher steps, greedy "
+            f"agreement with the teacher {clone['teacher_agreement']:.3f}, "
+            f"{clone['wall_s']:.0f} s.",
+            "",
+            *ladder_rows(clone["levels"], " (clone)"),
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -334,7 +642,11 @@ register_experiment(
     "wargame_ladder",
     run_wargame_ladder,
     {
-        "default": WargameLadderConfig(),
+        "default": WargameLadderConfig(
+            training=LADDER_TRAINING.replace(lr=1e-4),
+            mixture=(("L1", 0.1), ("L2", 0.1), ("L3", 0.1), ("L4", 0.3), ("L5", 0.4)),
+            clone=CloneConfig(),
+        ),
         "quick": WargameLadderConfig(
             training=LADDER_TRAINING.replace(
                 total_timesteps=4 * 16 * 2,
@@ -345,6 +657,7 @@ register_experiment(
                 num_minibatches=2,
                 update_epochs=1,
             ),
+            clone=CloneConfig(num_episodes=4, num_updates=4, batch_size=64),
             n_episodes=8,
         ),
     },

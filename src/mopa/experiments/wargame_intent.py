@@ -3,8 +3,10 @@
 
 Red's strategy type is drawn per episode from the strategy family
 (:data:`~mopa.envs.scripted_red.STRATEGIES`: rush, flank left, flank right,
-stand-off, hold, feint) and hidden from Blue (``battalion_vs_red`` with
-``red="mixed"``, discrete actions). Three Blues meet the mixed family:
+stand-off, hold, feint; each shows itself in its opening moves and calls for
+its own plan, attack at once or wait and then attack) and hidden from Blue
+(``battalion_vs_red`` with ``red="mixed"``, discrete actions). Three Blues meet
+the mixed family:
 
 * ``blind``: MAPPO on Blue's 17 observations only. It is the aware Blue's
   network with its belief slot held at the flat ``1 / K`` in every episode (a
@@ -23,24 +25,38 @@ stand-off, hold, feint) and hidden from Blue (``battalion_vs_red`` with
 Both trained Blues get the same budget (``train_steps`` per seed, ``num_seeds``
 seeds, the same MAPPO settings) and the same critic: the game's global state plus
 the true type's one-hot (training-time information only; the actors never see
-it).
+it). They share a warm start: for the first ``warm_start`` fraction of the
+updates both see the flat belief (the same program, inputs and keys, so the same
+parameters), and only then does the aware Blue's belief turn soft, so the aware
+Blue starts from what the blind one had learnt and both spend the same budget.
 
 The scripted strategies are deterministic given the state, but Blue never sees
 Red's facing and the type decides Red's motion only through thresholds and
 waypoints that depend on the full state, so exact Bayes from the scripts would
 need a belief over that state; the belief here is a learned classifier
 (``belief`` stage): the aware Blue plays the mixed family with soft beliefs of
-random sharpness (its training distribution), every ``belief_stride`` steps the
-features of Blue's observation (:func:`belief_features`) are recorded, and a
+random sharpness about a type drawn independently of Red's (the ``decoy`` feed:
+its moves then cover what it does on every belief yet say nothing about Red's
+type), every ``belief_stride`` steps the features of Blue's observation
+(:func:`belief_features`) are recorded, and a
 :class:`~mopa.opponent.encoders.ClassifierConfig` MLP is trained on every prefix
-of those rows, its temperature fitted on held-out episodes. Accuracy and ECE by
-step are measured on held-out data episodes and on the evaluation episodes
-themselves (the beliefs the aware Blue acted on).
+of those rows and of Red's motion between them (:func:`classifier_input`), its
+temperature fitted on held-out episodes.
+
+A second pair of Blues plans instead of learning (``plan_belief`` and
+``plan_evaluate`` stages): at every step it plays the plan of
+:data:`PROBE_PLANS` with the highest expected win rate under its belief
+(:func:`choose_plan`, the family probe's win-rate table); the blind planner
+(flat belief) plays the best single plan, the aware planner uses the online
+belief of its own classifier, fitted as above on its own games. Accuracy and
+ECE by step are measured on held-out data episodes and on the evaluation episodes
+themselves (the beliefs the aware Blues acted on).
 
 Stages (reused when re-run with the same config, :mod:`mopa.experiments.stages`):
-``train`` (both Blues), ``belief``, ``evaluate``, and ``family_probe``
+``train`` (both Blues), ``belief``, ``evaluate``, ``family_probe``
 (:func:`probe_family`: whether simple scripted plans do best against different
-types, i.e. whether knowing the type can pay). Every condition plays
+types, i.e. whether knowing the type can pay), ``plan_belief`` and
+``plan_evaluate``. Every condition plays
 the same episodes (episode ``i`` of seed ``s`` uses the same key in every
 condition: same terrain, start and Red type). Win, draw and loss come from the
 game's own end signals (``blue_win``, ``red_win``, ``draw``;
@@ -106,10 +122,19 @@ TRAINED = ("blind", "aware")
 """The trained Blues (same budget)."""
 CONDITIONS = ("blind", "aware", "oracle")
 """Evaluation conditions, in table order."""
-FEEDS = ("none", "online", "oracle", "soft")
+FEEDS = ("none", "online", "oracle", "soft", "decoy")
 """What fills a Blue's belief slot: the flat belief (``blind``), the online
-classifier belief (``aware``), the true type (``oracle``), or a soft belief of
-random sharpness (the training distribution; the belief stage's data)."""
+classifier belief (``aware``), the true type (``oracle``), a soft belief of
+random sharpness (the training distribution), or a soft belief of random
+sharpness about a type drawn independently of Red's (the belief stage's data:
+Blue plays as it would on every kind of belief, but its own moves say nothing
+about Red's type, so the classifier must read Red's)."""
+BELIEF_INPUT_VERSION = 3
+"""Version of the classifier's input (:func:`classifier_input`), part of the
+config of every stage that fits or uses a classifier."""
+RED_FAMILY_VERSION = 2
+"""Version of the family's scripts (:mod:`mopa.envs.scripted_red`), part of every
+stage's config so that finished stages of an older family are not reused."""
 NUM_FEATURES = 19
 """Features per recorded step: Blue's 17 observations and Red's map position."""
 CHECKPOINT_FORMAT = "mopa-wargame-intent-blue"
@@ -140,6 +165,11 @@ class WargameIntentConfig:
     """MAPPO learning rate."""
     ent_coef: float = 0.01
     """MAPPO entropy bonus."""
+    warm_start: float = 0.5
+    """Fraction of the training updates during which the aware Blue, too, sees
+    the flat belief: both Blues share this first part of the run (the same
+    seeds, so the same parameters), then the aware Blue goes on with soft
+    beliefs for the rest of the same budget."""
     alpha_low: float = 0.0
     """Lower end of the per-episode sharpness of the aware Blue's training belief."""
     alpha_high: float = 1.0
@@ -175,6 +205,10 @@ class WargameIntentConfig:
                 raise InvalidParameterError(
                     f"{name} must be >= 1, got {getattr(self, name)}"
                 )
+        if not 0.0 <= self.warm_start < 1.0:
+            raise InvalidParameterError(
+                f"warm_start must be in [0, 1), got {self.warm_start}"
+            )
         if not 0.0 <= self.alpha_low <= self.alpha_high <= 1.0:
             raise InvalidParameterError(
                 "alpha_low and alpha_high must satisfy 0 <= alpha_low <= "
@@ -193,9 +227,10 @@ class WargameIntentConfig:
 
     @property
     def belief_input_size(self) -> int:
-        """Width of the classifier's input: the rows, flattened, and the fraction
-        of rows observed."""
-        return self.belief_rows * NUM_FEATURES + 1
+        """Width of the classifier's input (:func:`classifier_input`): the rows
+        and the motion between them, flattened, and the fraction of rows
+        observed."""
+        return self.belief_rows * (NUM_FEATURES + len(MOTION_FEATURES)) + 1
 
 
 PROFILES = {
@@ -387,6 +422,27 @@ def mappo_config(config: WargameIntentConfig, num_seeds: int) -> MAPPOConfig:
     )
 
 
+def warm_start_updates(config: WargameIntentConfig, num_updates: int) -> int:
+    """Updates the two Blues share (both with the flat belief) before the aware
+    Blue's belief turns soft."""
+    return int(round(config.warm_start * num_updates))
+
+
+def training_segments(
+    num_updates: int, num_chunks: int, warm: int
+) -> list[tuple[int, int]]:
+    """``[(first update, updates)]`` of every jitted training call: ``num_chunks``
+    near-equal chunks, the one holding update ``warm`` cut there (so no call
+    mixes the shared warm start with what follows)."""
+    chunks = np.array_split(np.arange(num_updates), min(num_chunks, num_updates))
+    segments = []
+    for part in chunks:
+        first, end = int(part[0]), int(part[-1]) + 1
+        bounds = sorted({first, end, *([warm] if first < warm < end else [])})
+        segments += [(a, b - a) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    return segments
+
+
 def train_blues(
     config: WargameIntentConfig,
     num_seeds: int,
@@ -397,7 +453,10 @@ def train_blues(
     The two differ only in the sharpness range of the belief in their
     observation (:func:`sharpness_ranges`), a parameter of the game, so one
     compiled MAPPO run is vmapped over the two Blues and their seeds: the same
-    network, budget, settings and seed keys for both.
+    network, budget, settings and seed keys for both. For the first
+    :func:`warm_start_updates` updates both see the flat belief (the same
+    inputs and keys, so the same parameters: a shared warm start); the aware
+    Blue's belief is soft only in the updates after that.
 
     Returns:
         ``(spec, {Blue: params with a leading seed axis [S]}, {Blue: return/blue
@@ -407,6 +466,7 @@ def train_blues(
     ranges = sharpness_ranges(config)
     lows = jnp.asarray([ranges[n][0] for n in TRAINED], jnp.float32)
     highs = jnp.asarray([ranges[n][1] for n in TRAINED], jnp.float32)
+    flat = jnp.zeros_like(lows)
     game, params = soft_belief_game()
 
     def trainer(low, high):
@@ -420,19 +480,20 @@ def train_blues(
     def update(low, high, carry):
         return jax.vmap(trainer(low, high).update)(carry)
 
-    def run_chunk(carry, length):
+    def run_chunk(carry, low, high, length):
         return jax.lax.scan(
-            lambda c, _: jax.vmap(update)(lows, highs, c), carry, length=length
+            lambda c, _: jax.vmap(update)(low, high, c), carry, length=length
         )
 
-    chunks = min(config.train_chunks, mappo.num_updates)
-    sizes = [len(p) for p in np.array_split(np.arange(mappo.num_updates), chunks)]
-    run_chunk = jax.jit(run_chunk, static_argnums=1)
-    carry = jax.jit(jax.vmap(init))(lows, highs)
+    warm = warm_start_updates(config, mappo.num_updates)
+    segments = training_segments(mappo.num_updates, config.train_chunks, warm)
+    run_chunk = jax.jit(run_chunk, static_argnums=3)
+    carry = jax.jit(jax.vmap(init))(flat, flat)
     returns, done = [], 0
-    for index, size in enumerate(sizes):
+    for index, (first, size) in enumerate(segments):
         tick = time.perf_counter()
-        carry, metrics = run_chunk(carry, size)
+        low, high = (flat, flat) if first < warm else (lows, highs)
+        carry, metrics = run_chunk(carry, low, high, size)
         returns.append(np.asarray(metrics["return/blue"]))  # [U, 2, S]
         done += size
         rate = size * mappo.steps_per_update * num_seeds * len(TRAINED)
@@ -440,7 +501,8 @@ def train_blues(
         with np.errstate(all="ignore"):
             recent = np.nanmean(returns[-1], axis=(0, 2))
         progress(
-            f"[train] chunk {index + 1}/{len(sizes)}  "
+            f"[train] part {index + 1}/{len(segments)}"
+            f"{' (shared warm start)' if first < warm else ''}  "
             f"{done * mappo.steps_per_update:,}/{mappo.total_steps:,} steps per "
             f"seed and Blue  {rate:,.0f} steps/s  return/blue "
             + "  ".join(f"{n} {r:.2f}" for n, r in zip(TRAINED, recent, strict=True))
@@ -498,12 +560,27 @@ def classifier_config(config: WargameIntentConfig) -> ClassifierConfig:
     )
 
 
+MOTION_FEATURES = (6, 17, 18)
+"""Features whose change from one row to the next the classifier also reads:
+the distance to Red and Red's map position (how Red moved)."""
+MOTION_SCALE = 10.0
+"""Scale of those changes (a row's move of 50 m reads 0.5)."""
+
+
 def classifier_input(prefix: jax.Array, length: jax.Array) -> jax.Array:
-    """``[R * F + 1]`` the classifier's input: the prefix rows ``[R, F]``
-    (zeros past ``length``) flattened, then ``length / R``."""
+    """``[R * (F + M) + 1]`` the classifier's input: the prefix rows ``[R, F]``
+    (zeros past ``length``) flattened, the change of the :data:`MOTION_FEATURES`
+    ``[R, M]`` from the row before (zeros in the first row and past ``length``,
+    times :data:`MOTION_SCALE`) flattened, then ``length / R``."""
     rows = prefix.shape[0]
+    index = jnp.asarray(MOTION_FEATURES)
+    change = (prefix[1:, index] - prefix[:-1, index]) * MOTION_SCALE
+    seen = (jnp.arange(1, rows) < length)[:, None]
+    motion = jnp.concatenate(
+        [jnp.zeros((1, index.size)), jnp.where(seen, change, 0.0)], 0
+    )
     fraction = jnp.asarray(length, jnp.float32)[None] / rows
-    return jnp.concatenate([prefix.reshape(-1), fraction])
+    return jnp.concatenate([prefix.reshape(-1), motion.reshape(-1), fraction])
 
 
 def classifier_logits_fn(c_config: ClassifierConfig, c_params: Any):
@@ -532,29 +609,31 @@ def prefix_examples(
     """
     R = rows.shape[1]
     mask = np.arange(R)[None, :, None] < np.arange(1, R + 1)[:, None, None]  # [L, R, 1]
-    xs, ys = [], []
+    prefixes, lengths, ys = [], [], []
     for m in range(rows.shape[0]):
         count = int(num_rows[m])
-        prefixes = np.where(mask[:count], rows[m][None], 0.0).reshape(count, -1)
-        fraction = (np.arange(1, count + 1, dtype=np.float32) / R)[:, None]
-        xs.append(np.concatenate([prefixes, fraction], -1))
+        prefixes.append(np.where(mask[:count], rows[m][None], 0.0))
+        lengths.append(np.arange(1, count + 1))
         ys.append(np.full(count, labels[m], np.int32))
-    return ClassifierData(
-        jnp.asarray(np.concatenate(xs), jnp.float32), jnp.asarray(np.concatenate(ys))
+    x = jax.jit(jax.vmap(classifier_input))(
+        jnp.asarray(np.concatenate(prefixes), jnp.float32),
+        jnp.asarray(np.concatenate(lengths), jnp.int32),
     )
+    return ClassifierData(x, jnp.asarray(np.concatenate(ys)))
 
 
 # -- playing -------------------------------------------------------------------------
 @functools.lru_cache(maxsize=8)
 def make_play(config: WargameIntentConfig, spec: PolicySpec) -> Callable:
     """``play(actor_params, classifier_params, temperature, feed, keys [N]) ->
-    dict of [N, ...]``: one episode per key of a Blue against the mixed family
-    (jitted; one program for every feed).
+    dict of [N, ...]``: one episode per key of a trained Blue against the mixed
+    family (discrete actions; jitted; one program for every feed).
 
     ``feed`` (an index into :data:`FEEDS`, traced) chooses what fills the
     Blue's belief slot: ``none`` the flat ``1 / K`` (the blind Blue), ``online``
     the classifier's belief, ``oracle`` the true type's one-hot, ``soft`` a soft
-    belief of the training sharpness. The online belief (:func:`classifier_
+    belief of the training sharpness, ``decoy`` one about a type drawn
+    independently of Red's. The online belief (:func:`classifier_
     logits_fn` of ``classifier_params`` at ``temperature``) is updated from
     Blue's own observation every ``belief_stride`` steps
     (:func:`~mopa.opponent.beliefs.update_prefix_belief`); the type enters only
@@ -566,15 +645,59 @@ def make_play(config: WargameIntentConfig, spec: PolicySpec) -> Callable:
     ``num_rows`` (what the belief read), ``beliefs [R, K]`` (the online belief
     after each row).
     """
-    env, params = wargame()
-    horizon = int(params.max_steps)
     module = spec.module()
+
+    def act(actor_params, obs, fed, step, key):
+        x = jnp.concatenate([obs, fed[None]], -1)
+        logits = module.apply(actor_params, agent_inputs(spec, x))
+        if config.greedy:
+            return jnp.argmax(logits, -1).astype(jnp.int32)
+        return jax.random.categorical(key, logits).astype(jnp.int32)
+
+    return _make_episodes(config, wargame(), act)
+
+
+@functools.lru_cache(maxsize=8)
+def make_plan_play(config: WargameIntentConfig) -> Callable:
+    """:func:`make_play` for the planning Blue (continuous actions): its
+    ``actor_params`` are the win-rate table ``[P, K]`` of the plans of
+    :data:`PROBE_PLANS` against the types of :data:`FAMILY` (the family probe's,
+    measured on other episodes), and at every step it plays the plan with the
+    highest expected win rate under the belief it is fed (:func:`choose_plan`)."""
+    env, params = make("battalion_vs_red", red="mixed")
+    ranges = jnp.asarray([r for r, _ in PROBE_PLANS.values()], jnp.float32)
+    starts = jnp.asarray([t for _, t in PROBE_PLANS.values()], jnp.int32)
+
+    def act(table, obs, fed, step, key):
+        plan = choose_plan(table, fed)
+        distance = jnp.where(step < starts[plan], 1e9, ranges[plan])
+        return heuristic_blue(obs[0], params, distance)[None]
+
+    return _make_episodes(config, (env, params), act)
+
+
+def choose_plan(table: jax.Array, belief: jax.Array) -> jax.Array:
+    """``[]`` int32: the plan with the highest expected win rate under the
+    belief, ``argmax_p sum_k belief[k] table[p, k]`` (the first on a tie).
+
+    Args:
+        table: ``[P, K]`` win rate of each plan against each type.
+        belief: ``[K]`` the belief over the types.
+    """
+    return jnp.argmax(table @ belief).astype(jnp.int32)
+
+
+def _make_episodes(config: WargameIntentConfig, game: tuple, act: Callable):
+    """The jitted, vmapped episode of :func:`make_play` with the Blue's action
+    ``act(actor_params, obs [1, 17], fed belief [K], step [], key) -> action``."""
+    env, params = game
+    horizon = int(params.max_steps)
     c_config = classifier_config(config)
     stride, R = config.belief_stride, config.belief_rows
 
     def episode(actor_params, c_params, temperature, feed, key):
         logits_fn = classifier_logits_fn(c_config, c_params)
-        key_reset, key_alpha, key_run = jax.random.split(key, 3)
+        key_reset, key_alpha, key_run, key_decoy = jax.random.split(key, 4)
         obs, state = env.reset(key_reset, params)
         label = family_index(state.red_type)
         alpha = jax.random.uniform(
@@ -583,6 +706,8 @@ def make_play(config: WargameIntentConfig, spec: PolicySpec) -> Callable:
         flat = jnp.full((NUM_TYPES,), 1.0 / NUM_TYPES)
         oracle = jax.nn.one_hot(label, NUM_TYPES)
         soft = soft_belief(label, alpha, NUM_TYPES)
+        decoy_type = jax.random.randint(key_decoy, (), 0, NUM_TYPES)
+        decoy = soft_belief(decoy_type, alpha, NUM_TYPES)
 
         def step(carry, key_step):
             obs, state, belief, alive, outcome, length, total = carry
@@ -592,14 +717,9 @@ def make_play(config: WargameIntentConfig, spec: PolicySpec) -> Callable:
             belief = jax.tree.map(
                 lambda new, old: jnp.where(record, new, old), updated, belief
             )
-            fed = jnp.stack([flat, belief.belief, oracle, soft])[feed]
-            x = jnp.concatenate([obs[0], fed[None]], -1)
+            fed = jnp.stack([flat, belief.belief, oracle, soft, decoy])[feed]
             key_act, key_env = jax.random.split(key_step)
-            logits = module.apply(actor_params, agent_inputs(spec, x))
-            if config.greedy:
-                action = jnp.argmax(logits, -1).astype(jnp.int32)
-            else:
-                action = jax.random.categorical(key_act, logits).astype(jnp.int32)
+            action = act(actor_params, obs[0], fed, state.step, key_act)
             obs, state, rewards, terminated, truncated, info = env.step(
                 key_env, state, (action,), params
             )
@@ -683,14 +803,15 @@ def episode_keys(seed: int, salt: int, num_seeds: int, num_episodes: int) -> jax
 
 # -- do the strategies call for different plans? -------------------------------------
 PROBE_PLANS = {
-    "close to 50 m": 50.0,
-    "close to 120 m": 120.0,
-    "close to 190 m": 190.0,
-    "hold position": 1e9,
+    "close to 50 m": (50.0, 0),
+    "close to 120 m": (120.0, 0),
+    "hold position": (1e9, 0),
+    "hold, close to 50 m from step 200": (50.0, 200),
+    "hold, close to 50 m from step 300": (50.0, 300),
 }
-"""Scripted Blue plans of the family probe: :func:`~mopa.envs.scripted_red.
-heuristic_blue` (face Red, fire when it is in the arc) closing to a distance, or
-never moving."""
+"""Scripted Blue plans of the family probe, ``name: (distance, from step)``:
+:func:`~mopa.envs.scripted_red.heuristic_blue` (face Red, fire when it is in the
+arc) holding its position until the step, then closing to the distance."""
 
 
 def probe_family(num_episodes: int, seed: int) -> dict[str, Any]:
@@ -710,20 +831,22 @@ def probe_family(num_episodes: int, seed: int) -> dict[str, Any]:
     """
     env, params = make("battalion_vs_red", red="mixed")
     horizon = int(params.max_steps)
-    ranges = jnp.asarray(list(PROBE_PLANS.values()), jnp.float32)
+    ranges = jnp.asarray([r for r, _ in PROBE_PLANS.values()], jnp.float32)
+    starts = jnp.asarray([t for _, t in PROBE_PLANS.values()], jnp.int32)
     probs = jnp.asarray(
         [np.eye(len(RED_TYPES))[RED_TYPE_INDEX[red]] for red in FAMILY], jnp.float32
     )
     keys = episode_keys(seed, 4, 1, num_episodes)[0]
 
-    def episode(close_range, red_probs, key):
+    def episode(close_range, start, red_probs, key):
         game = params.replace(red_probs=red_probs)
         key_reset, key_run = jax.random.split(key)
         obs, state = env.reset(key_reset, game)
 
         def step(carry, key_step):
             obs, state, alive, outcome = carry
-            action = heuristic_blue(obs[0][0], game, close_range)[None]
+            distance = jnp.where(state.step < start, 1e9, close_range)
+            action = heuristic_blue(obs[0][0], game, distance)[None]
             obs, state, _, terminated, truncated, info = env.step(
                 key_step, state, (action,), game
             )
@@ -742,10 +865,10 @@ def probe_family(num_episodes: int, seed: int) -> dict[str, Any]:
         )
         return outcome
 
-    play = jax.vmap(episode, in_axes=(None, None, 0))
-    play = jax.vmap(play, in_axes=(None, 0, None))
+    play = jax.vmap(episode, in_axes=(None, None, None, 0))
+    play = jax.vmap(play, in_axes=(None, None, 0, None))
     outcomes = np.asarray(
-        jax.jit(jax.vmap(play, in_axes=(0, None, None)))(ranges, probs, keys)
+        jax.jit(jax.vmap(play, in_axes=(0, 0, None, None)))(ranges, starts, probs, keys)
     )  # [P, K, N]
     plans = list(PROBE_PLANS)
     win = (outcomes == 1).mean(-1)  # [P, K]
@@ -847,16 +970,22 @@ def _train_stage(config, num_seeds, progress):
     return fn
 
 
-def _belief_stage(config, train_folder: Path, num_seeds: int, progress):
+def _belief_stage(
+    config, source: Callable, num_seeds: int, progress, salt: int = 1, tag="belief"
+):
+    """The belief stage: ``source() -> (play, stacked actor params)`` plays the
+    data episodes (key ``salt``) with decoy beliefs; a classifier is fitted on
+    them. ``tag`` prefixes the progress lines."""
+
     def fn(folder: Path) -> dict:
-        spec, params = load_blue(train_folder / "aware.msgpack")
+        play, params = source()
         c_config = classifier_config(config)
         key_init, key_fit = jax.random.split(
             jax.random.fold_in(jax.random.key(config.seed), 2)
         )
-        untrained = init_classifier(c_config, key_init)  # the soft feed ignores it
-        keys = episode_keys(config.seed, 1, num_seeds, config.data_episodes_per_seed)
-        data = play_seeds(make_play(config, spec), params, untrained, 1.0, "soft", keys)
+        untrained = init_classifier(c_config, key_init)  # the decoy feed ignores it
+        keys = episode_keys(config.seed, salt, num_seeds, config.data_episodes_per_seed)
+        data = play_seeds(play, params, untrained, 1.0, "decoy", keys)
         rows = data["rows"].reshape(-1, config.belief_rows, NUM_FEATURES)
         num_rows = data["num_rows"].reshape(-1)
         labels = data["label"].reshape(-1)
@@ -896,7 +1025,7 @@ def _belief_stage(config, train_folder: Path, num_seeds: int, progress):
         )
         shown = heldout["accuracy"][:: max(1, len(heldout["accuracy"]) // 8)]
         progress(
-            f"[belief] {labels.size} episodes, {fit_data.labels.shape[0]:,} prefixes; "
+            f"[{tag}] {labels.size} episodes, {fit_data.labels.shape[0]:,} prefixes; "
             f"temperature {temperature:.2f}; held-out accuracy by row "
             + " ".join(f"{a:.2f}" for a in shown)
         )
@@ -909,6 +1038,96 @@ def _belief_stage(config, train_folder: Path, num_seeds: int, progress):
             },
             "heldout": heldout,
             "type_counts": np.bincount(labels, minlength=NUM_TYPES).tolist(),
+        }
+
+    return fn
+
+
+def _summaries(
+    runs: dict[str, dict], names: tuple[str, ...], first: str, second: str
+) -> dict:
+    """Outcome tables of the conditions ``names`` (played on the same keys), the
+    paired difference ``first - second`` and whether ``first`` beat ``second``
+    with non-overlapping intervals."""
+    labels = runs[names[0]]["label"]
+    for name in names:  # the same keys give the same Red types
+        if not np.array_equal(runs[name]["label"], labels):
+            raise RuntimeError(f"{name} met other Red types than {names[0]}")
+    conditions = {
+        n: {
+            **outcome_summary(runs[n]["outcome"]),
+            "return": mean_interval(runs[n]["return"]),
+        }
+        for n in names
+    }
+    per_type = {
+        n: {
+            red: {
+                **outcome_summary(runs[n]["outcome"][labels == k][None]),
+                "return": mean_interval(runs[n]["return"][labels == k]),
+            }
+            for k, red in enumerate(FAMILY)
+            if np.any(labels == k)
+        }
+        for n in names
+    }
+    return {
+        "conditions": conditions,
+        "per_type": per_type,
+        "difference": paired_difference(
+            runs[first]["outcome"], runs[second]["outcome"]
+        ),
+        "beats": bool(
+            conditions[first]["win_rate_ci95"][0]
+            > conditions[second]["win_rate_ci95"][1]
+        ),
+        "mean_episode_length": {n: float(np.mean(runs[n]["length"])) for n in names},
+    }
+
+
+PLANNERS = ("blind_planner", "aware_planner", "oracle_planner")
+"""The planning Blues' conditions: the same plan library and win-rate table,
+choosing with the flat belief, the online belief, or the true type."""
+
+
+def _plan_evaluate_stage(config, table, folder_belief: Path, num_seeds, progress):
+    def fn(folder: Path) -> dict:
+        keys = episode_keys(config.seed, 3, num_seeds, config.eval_episodes)
+        belief = read_msgpack(folder_belief / "classifier.msgpack", BELIEF_FORMAT)
+        c_params = jax.tree.map(jnp.asarray, belief["params"])
+        temperature = float(belief["temperature"])
+        stacked = jnp.broadcast_to(
+            jnp.asarray(table, jnp.float32), (num_seeds, *np.shape(table))
+        )
+        play = make_plan_play(config)
+        feeds = dict(zip(PLANNERS, ("none", "online", "oracle"), strict=True))
+        runs = {}
+        for name in PLANNERS:
+            tick = time.perf_counter()
+            runs[name] = play_seeds(
+                play, stacked, c_params, temperature, feeds[name], keys
+            )
+            progress(
+                f"[plan_evaluate] {name}: win rate "
+                f"{np.mean(runs[name]['outcome'] == 1):.3f} "
+                f"({time.perf_counter() - tick:.1f} s)"
+            )
+        aware = runs["aware_planner"]
+        online = belief_by_step(
+            aware["beliefs"].reshape(-1, config.belief_rows, NUM_TYPES),
+            _valid_rows(aware["num_rows"], config.belief_rows),
+            aware["label"].reshape(-1),
+            config.calibration_bins,
+        )
+        summary = _summaries(runs, PLANNERS, "aware_planner", "blind_planner")
+        flat = np.full(NUM_TYPES, 1.0 / NUM_TYPES)
+        return {
+            **summary,
+            "oracle_minus_blind": paired_difference(
+                runs["oracle_planner"]["outcome"], runs["blind_planner"]["outcome"]
+            ),
+            "blind_plan": list(PROBE_PLANS)[int(choose_plan(jnp.asarray(table), flat))],
+            "online_belief": online,
         }
 
     return fn
@@ -938,28 +1157,9 @@ def _evaluate_stage(config, folders: dict[str, Path], num_seeds: int, progress):
                 f"{np.mean(runs[name]['outcome'] == 1):.3f} "
                 f"({time.perf_counter() - tick:.1f} s)"
             )
+        summary = _summaries(runs, CONDITIONS, "aware", "blind")
+        conditions = summary["conditions"]
         labels = runs["blind"]["label"]
-        for name in CONDITIONS:  # the same keys give the same Red types
-            if not np.array_equal(runs[name]["label"], labels):
-                raise RuntimeError(f"{name} met other Red types than blind")
-        conditions = {
-            n: {
-                **outcome_summary(runs[n]["outcome"]),
-                "return": mean_interval(runs[n]["return"]),
-            }
-            for n in CONDITIONS
-        }
-        per_type = {
-            n: {
-                red: {
-                    **outcome_summary(runs[n]["outcome"][labels == k][None]),
-                    "return": mean_interval(runs[n]["return"][labels == k]),
-                }
-                for k, red in enumerate(FAMILY)
-                if np.any(labels == k)
-            }
-            for n in CONDITIONS
-        }
         aware = runs["aware"]
         online = belief_by_step(
             aware["beliefs"].reshape(-1, config.belief_rows, NUM_TYPES),
@@ -970,23 +1170,17 @@ def _evaluate_stage(config, folders: dict[str, Path], num_seeds: int, progress):
         blind_hi = conditions["blind"]["win_rate_ci95"][1]
         return {
             "conditions": conditions,
-            "per_type": per_type,
-            "aware_minus_blind": paired_difference(
-                aware["outcome"], runs["blind"]["outcome"]
-            ),
+            "per_type": summary["per_type"],
+            "aware_minus_blind": summary["difference"],
             "oracle_minus_blind": paired_difference(
                 runs["oracle"]["outcome"], runs["blind"]["outcome"]
             ),
-            "aware_beats_blind": bool(
-                conditions["aware"]["win_rate_ci95"][0] > blind_hi
-            ),
+            "aware_beats_blind": summary["beats"],
             "oracle_beats_blind": bool(
                 conditions["oracle"]["win_rate_ci95"][0] > blind_hi
             ),
             "online_belief": online,
-            "mean_episode_length": {
-                n: float(np.mean(runs[n]["length"])) for n in CONDITIONS
-            },
+            "mean_episode_length": summary["mean_episode_length"],
         }
 
     return fn
@@ -1012,28 +1206,79 @@ def run_wargame_intent(
     described = {**dataclasses.asdict(config), "num_seeds": num_seeds}
     training = stages.run("train", described, _train_stage(config, num_seeds, progress))
     folders = {"train": stages.folder("train")}
+
+    def trained_aware():
+        spec, params = load_blue(folders["train"] / "aware.msgpack")
+        return make_play(config, spec), params
+
+    # The belief's input is part of the stages that fit or use a classifier.
+    described_belief = {**described, "belief_input": BELIEF_INPUT_VERSION}
     belief = stages.run(
         "belief",
-        described,
-        _belief_stage(config, folders["train"], num_seeds, progress),
+        described_belief,
+        _belief_stage(config, trained_aware, num_seeds, progress),
     )
     folders["belief"] = stages.folder("belief")
     evaluation = stages.run(
-        "evaluate", described, _evaluate_stage(config, folders, num_seeds, progress)
+        "evaluate",
+        described_belief,
+        _evaluate_stage(config, folders, num_seeds, progress),
     )
     probe_episodes = max(1, config.eval_episodes // 3)
     probe = stages.run(
         "family_probe",
-        {"num_episodes": probe_episodes, "seed": config.seed, "plans": PROBE_PLANS},
+        {
+            "num_episodes": probe_episodes,
+            "seed": config.seed,
+            "plans": PROBE_PLANS,
+            "red_family": RED_FAMILY_VERSION,
+        },
         lambda folder: probe_family(probe_episodes, config.seed),
     )
+    # The planning Blues: the probe's win-rate table, their own belief.
+    table = probe["win_rate"]
+    plan_described = {
+        **described_belief,
+        "plans": PROBE_PLANS,
+        "plan_table": table,
+        "red_family": RED_FAMILY_VERSION,
+    }
+
+    def planner():
+        stacked = jnp.broadcast_to(
+            jnp.asarray(table, jnp.float32), (num_seeds, *np.shape(table))
+        )
+        return make_plan_play(config), stacked
+
+    plan_belief = stages.run(
+        "plan_belief",
+        plan_described,
+        _belief_stage(config, planner, num_seeds, progress, 5, "plan_belief"),
+    )
+    planning = stages.run(
+        "plan_evaluate",
+        plan_described,
+        _plan_evaluate_stage(
+            config, table, stages.folder("plan_belief"), num_seeds, progress
+        ),
+    )
     steps = [r * config.belief_stride for r in range(config.belief_rows)]
+    plan_online = planning.pop("online_belief")
+    planning["belief"] = {
+        "accuracy_by_step": plan_online["accuracy"],
+        "ece_by_step": plan_online["ece"],
+        "n_episodes_by_step": plan_online["n_episodes"],
+        "heldout_accuracy_by_step": plan_belief["heldout"]["accuracy"],
+        "heldout_ece_by_step": plan_belief["heldout"]["ece"],
+        "temperature": plan_belief["temperature"],
+    }
     online = evaluation.pop("online_belief")
     return {
         "family": list(FAMILY),
         "num_seeds": num_seeds,
         "eval_episodes_per_seed": config.eval_episodes,
         "train_steps_per_seed": config.train_steps,
+        "warm_start": config.warm_start,
         **evaluation,
         "belief": {
             "steps": steps,
@@ -1048,6 +1293,7 @@ def run_wargame_intent(
         },
         "training": training,
         "family_probe": probe,
+        "planning": planning,
         "timing_s": dict(stages.timing_s),
     }
 
@@ -1085,6 +1331,91 @@ def verdict(results: dict) -> str:
     )
 
 
+def plan_verdict(results: dict) -> str:
+    """One sentence: whether the planning Blue with the online belief beat the
+    planning Blue without one with non-overlapping 95% intervals."""
+    planning = results["planning"]
+    aware = planning["conditions"]["aware_planner"]
+    blind = planning["conditions"]["blind_planner"]
+    did = "beat" if planning["beats"] else "did not beat"
+    return (
+        f"The type-aware planning Blue {did} the type-blind planning Blue with "
+        f"non-overlapping 95% intervals: win rate {_rate(aware)} against "
+        f"{_rate(blind)}."
+    )
+
+
+PLAN_LABELS = {
+    "blind_planner": "type-blind planner (best single plan)",
+    "aware_planner": "type-aware planner (online belief)",
+    "oracle_planner": "oracle planner (true type; reference)",
+}
+
+
+def _planning_markdown(results: dict) -> list[str]:
+    planning = results["planning"]
+    lines = [
+        "",
+        "## The planning Blue",
+        "",
+        "Blues that choose, at every step, the plan of the family probe with the "
+        "highest expected win rate under their belief (the probe's win-rate table, "
+        "measured on other episodes): the blind one with the flat belief (it plays "
+        f"the best single plan, {planning['blind_plan']}), the aware one with the "
+        "online posterior of its own classifier (fitted on its own games with "
+        "decoy beliefs), the oracle with the true type. The same evaluation "
+        "episodes as above.",
+        "",
+        "| Blue | wins | draws | losses | win rate [95% CI] | episode return "
+        "[95% CI] |",
+        "| --- | ---: | ---: | ---: | --- | --- |",
+    ]
+    for name in PLANNERS:
+        c = planning["conditions"][name]
+        lines.append(
+            f"| {PLAN_LABELS[name]} | {c['wins']} | {c['draws']} | {c['losses']} | "
+            f"{_rate(c)} | {_mean(c['return'])} |"
+        )
+    diff, odiff = planning["difference"], planning["oracle_minus_blind"]
+    lines += [
+        "",
+        f"Paired win-rate difference: aware - blind {diff['mean']:+.3f} "
+        f"[{diff['ci95'][0]:+.3f}, {diff['ci95'][1]:+.3f}]; oracle - blind "
+        f"{odiff['mean']:+.3f} [{odiff['ci95'][0]:+.3f}, {odiff['ci95'][1]:+.3f}].",
+        "",
+        f"**{plan_verdict(results)}**",
+        "",
+        "| Red type | "
+        + " | ".join(PLAN_LABELS[n].split(" (")[0] for n in PLANNERS)
+        + " |",
+        "| --- |" + " --- |" * len(PLANNERS),
+    ]
+    for red in results["family"]:
+        cells = [
+            f"{_rate(planning['per_type'][n][red])}"
+            for n in PLANNERS
+            if red in planning["per_type"][n]
+        ]
+        lines.append(f"| {red} | " + " | ".join(cells) + " |")
+    belief = planning["belief"]
+    lines += [
+        "",
+        f"The planner's belief by step (temperature {belief['temperature']:.2f}):",
+        "",
+        "| step | accuracy (evaluation) | ECE (evaluation) | episodes | "
+        "accuracy (held-out) | ECE (held-out) |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for i, step in enumerate(results["belief"]["steps"]):
+        lines.append(
+            f"| {step} | {belief['accuracy_by_step'][i]:.3f} | "
+            f"{belief['ece_by_step'][i]:.3f} | {belief['n_episodes_by_step'][i]} | "
+            f"{belief['heldout_accuracy_by_step'][i]:.3f} | "
+            f"{belief['heldout_ece_by_step'][i]:.3f} |"
+        )
+    return lines
+
+
 def wargame_markdown(results: dict) -> str:
     """``results.md``: the outcome table, per-type win rates, the belief by step."""
     lines = [
@@ -1095,7 +1426,9 @@ def wargame_markdown(results: dict) -> str:
         f"{results['num_seeds']} seeds x {results['eval_episodes_per_seed']} "
         f"episodes per condition, the same episodes for every condition; "
         f"{results['train_steps_per_seed']:,} training steps per seed for both "
-        "trained Blues. Win rate with its Wilson 95% interval over all episodes.",
+        "trained Blues, the first "
+        f"{results.get('warm_start', 0.0):.0%} of them shared (both with the flat "
+        "belief). Win rate with its Wilson 95% interval over all episodes.",
         "",
         "| Blue | wins | draws | losses | win rate [95% CI] | win rate per seed "
         "| episode return [95% CI] |",
@@ -1144,8 +1477,9 @@ def wargame_markdown(results: dict) -> str:
         "",
         "## Do the strategies call for different plans?",
         "",
-        "Scripted Blue plans (face Red, fire when it is in the arc; close to a "
-        "distance or hold position) against each Red type, "
+        "Scripted Blue plans (face Red, fire when it is in the arc; hold "
+        "position, from the start or until a step, then close to a distance) "
+        "against each Red type, "
         f"{probe['num_episodes']} episodes each: win / draw / loss rates.",
         "",
         "| Red type | " + " | ".join(probe["plans"]) + " | best plan by win rate |",
@@ -1189,6 +1523,8 @@ def wargame_markdown(results: dict) -> str:
             f"{belief['heldout_accuracy_by_step'][i]:.3f} | "
             f"{belief['heldout_ece_by_step'][i]:.3f} |"
         )
+    if "planning" in results:
+        lines += _planning_markdown(results)
     lines.append("")
     return "\n".join(lines)
 
