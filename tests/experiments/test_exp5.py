@@ -60,6 +60,17 @@ def test_results_have_the_issue_schema(quick_run):
     )
     assert all(fraction(v) for v in results["bc_action_match"].values())
     assert fraction(results["steering_rate"])
+    for name in ("steering_ci95", "steering_ci95_episodes"):
+        low, high = results[name]
+        assert low <= results["steering_rate"] <= high
+    config = get_preset("exp5", "quick")
+    assert len(results["steering_by_seed"]) == 1  # steering_predator_seeds
+    steps = str(config.steering_steps)
+    assert results["steering_by_steps"][steps] == results["steering_rate"]
+    assert set(results["steering_reference_by_steps"]) == set(
+        results["steering_by_steps"]
+    )
+    assert all(fraction(v) for v in results["steering_reference_by_steps"].values())
     drop, (low, high) = results["brittleness_drop"], results["brittleness_drop_ci95"]
     assert isinstance(drop, float)
     if not math.isnan(drop):  # NaN when no co-trained capture happened at all
@@ -67,7 +78,6 @@ def test_results_have_the_issue_schema(quick_run):
     for name in ("captures_cotrained", "captures_unfamiliar"):
         lo, hi = results[f"{name}_ci95"]
         assert lo <= results[name] <= hi
-    config = get_preset("exp5", "quick")
     assert set(results["by_algo"]) == set(config.algos)
     assert results["num_seeds"] == config.num_seeds
 
@@ -89,3 +99,5 @@ def test_config_names_a_bad_field():
         Exp5Config(bc_length=150)
     with pytest.raises(Exception, match="algos"):
         Exp5Config(algos=("ppo",))
+    with pytest.raises(Exception, match="steering_steps"):
+        Exp5Config(steering_steps=30)

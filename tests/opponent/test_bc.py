@@ -1,7 +1,8 @@
 """Latent-conditioned behaviour cloning: it learns a toy mapping that needs z, its
 latent changes the action, the vanilla clone cannot, the clone works as the Bayes
 belief's opponent model, and the steering test reads ~1 when z steers the route
-and exactly 0.5 (chance) when z is ignored."""
+and exactly 0.5 (chance) when z is ignored, over one episode or a chain of
+consecutive ones; route separability checked by hand."""
 
 import dataclasses
 
@@ -14,6 +15,7 @@ from flax import struct
 from mopa.envs.base import Env
 from mopa.envs.rollout import rollout
 from mopa.envs.spaces import Box, Discrete
+from mopa.envs.wrappers import AutoReset
 from mopa.errors import InvalidParameterError
 from mopa.opponent import bc
 from mopa.opponent.beliefs import bayes_beliefs
@@ -211,6 +213,51 @@ def test_steering_rate():
     ignored = rate(blind, jnp.eye(2)[0], jnp.eye(2)[1])
     assert float(ignored.rate) == 0.5
     np.testing.assert_array_equal(ignored.toward_a, 0.5)
+
+    # A chain of three consecutive episodes (auto-reset, 30 steps): the step
+    # counter wraps at every reset, and z still steers every game while a clone
+    # that ignores z still ties every comparison.
+    chained = AutoReset(env)
+    played = bc.rollout_latent_policy(
+        jax.random.key(3), chained, (), config, latent, jnp.eye(2)[0], 0,
+        Scripted(0), 30,
+    )  # fmt: skip
+    np.testing.assert_array_equal(played.state.step, np.tile(np.arange(10), 3))
+
+    def heading(trajectory):
+        """Route feature robust to resets: the walker's mean move ``[2]``."""
+        return jnp.mean(DIRECTIONS[trajectory.actions[0][:, 0]], 0)
+
+    def chain_rate(clone_params):
+        return bc.steering_rate(
+            jax.random.key(4), chained, (), config, clone_params, jnp.eye(2)[0],
+            jnp.eye(2)[1], jnp.array([1.0, 0.0]), jnp.array([-1.0, 0.0]), heading,
+            0, Scripted(0), num_episodes=16, num_steps=30,
+        )  # fmt: skip
+
+    assert float(chain_rate(latent).rate) == 1.0
+    assert float(chain_rate(blind).rate) == 0.5
+
+
+def test_route_separability_by_hand():
+    route_a, route_b = jnp.array([1.0, 0.0]), jnp.array([0.0, 1.0])
+    features_a = jnp.array([[1.0, 0.0], [0.5, 0.5]])
+    # Every pair told apart: (a0, b0) and (a1, b0) both have the A route closer to
+    # m_A (0 and 0.5 < 2) and the B route closer to m_B (0 < 2 and 0 < 0.5).
+    assert float(bc.route_separability(features_a, jnp.array([[0.0, 1.0]]),
+                                       route_a, route_b)) == 1.0  # fmt: skip
+    # A B route identical to m_A adds a tie (a0, b1: 0.5 both ways) and a miss
+    # (a1, b1: 0.5 > 0 and 2 > 0.5): toward_a = toward_b = (1 + 1 + 0.5 + 0) / 4.
+    features_b = jnp.array([[0.0, 1.0], [1.0, 0.0]])
+    rate = bc.route_separability(features_a, features_b, route_a, route_b)
+    np.testing.assert_allclose(float(rate), 0.625)
+    # Two identical sets of routes cannot be told apart: exactly 0.5.
+    same = jax.random.uniform(jax.random.key(0), (7, 2))
+    np.testing.assert_allclose(
+        float(bc.route_separability(same, same, route_a, route_b)), 0.5
+    )
+    with pytest.raises(InvalidParameterError, match="features_a"):
+        bc.route_separability(jnp.zeros((3, 2)), jnp.zeros((3, 4)), route_a, route_b)
 
 
 def test_config_validation():

@@ -37,10 +37,24 @@ Stages (each reused when its config is unchanged):
    Action match is on the held-out chains; the majority baseline too.
    Steering (:func:`mopa.opponent.bc.steering_rate`): in each placement's game,
    against that placement's co-trained predators (every seed), the clone plays
-   one episode with ``z_circle`` and the same episode (same start, same keys)
-   with ``z_corners`` (the mean training latents of each specialist at
+   one game with ``z_circle`` and the same game (same start, same keys, resets
+   included) with ``z_corners`` (the mean training latents of each specialist at
    ``bc_length``); a route counts as steered when its occupancy is closer to the
-   named specialist's mean episode occupancy than the other route is.
+   named specialist's mean episode occupancy than the other route is. A game is
+   ``steering_steps`` steps of consecutive episodes (auto-reset, as the dataset's
+   chains), the route the prey's occupancy over all of them: the research finds
+   that one 25-step trajectory is "dominated by evasion noise" and that its
+   occupancy shows the strategy from about L = 100 steps, so the route is judged
+   over the same length as the latent that names it (``bc_length``).
+   ``steering_by_steps`` gives the rate for every L of ``lengths`` up to
+   ``steering_steps`` (25 is one episode), ``steering_reference_by_steps`` the
+   same criterion applied to the specialists' own routes (the first L steps of
+   every chain, every circle chain against every corners chain:
+   :func:`mopa.opponent.bc.route_separability`), i.e. how far the criterion can
+   tell the two specialists apart at that length. ``steering_by_seed`` is the rate
+   against each predator seed (both games), ``steering_ci95`` its 95% Student-t
+   interval over those seeds, ``steering_ci95_episodes`` a percentile bootstrap
+   over steering games (resampled within each game and predator seed).
 5. ``brittleness_{algo}``: cross-play on each prey's own placement: the
    co-trained predators (same placement, seed ``i`` vs seed ``i``) and the
    predators trained on the other placement, ``tournament_episodes`` episodes per
@@ -62,8 +76,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy import stats
 
 from mopa.envs import make
+from mopa.envs.wrappers import AutoReset
 from mopa.errors import InvalidParameterError
 from mopa.eval.tournament import TournamentEntry, play_tournament
 from mopa.experiments import part1
@@ -137,8 +153,11 @@ class Exp5Config:
     """L of the latent the headline BC and the steering test condition on."""
     bc_epochs: int = 30
     """BC passes over its data."""
-    steering_episodes: int = 50
-    """Steering episodes per placement and predator seed."""
+    steering_episodes: int = 100
+    """Steering games per placement and predator seed."""
+    steering_steps: int = 100
+    """Steps of each steering game (consecutive episodes; one of ``lengths``): the
+    route is judged over as many prey steps as the latent that names it reads."""
     steering_predator_seeds: int = 3
     """Predator seeds (the first ones) the steering test plays against."""
     brittleness_algo: str = "mappo"
@@ -166,6 +185,8 @@ class Exp5Config:
             raise InvalidParameterError(
                 f"bc_length must be one of lengths and <= {steps - 25}"
             )
+        if self.steering_steps not in self.lengths:
+            raise InvalidParameterError("steering_steps must be one of lengths")
         for name in (
             "total_steps", "num_seeds", "chains_per_seed", "episodes_per_chain",
             "grid_size", "latent_size", "vae_updates", "encoder_seeds",
@@ -356,7 +377,8 @@ def _behaviour_clone(config, algo, data_path, encoded, runs, stages) -> dict:
             k: getattr(config, k)
             for k in (
                 "lengths", "grid_size", "test_fraction", "bc_length", "bc_epochs",
-                "steering_episodes", "steering_predator_seeds", "seed",
+                "steering_episodes", "steering_steps", "steering_predator_seeds",
+                "bootstrap", "seed",
             )
         },
     }  # fmt: skip
@@ -436,34 +458,59 @@ def _behaviour_clone(config, algo, data_path, encoded, runs, stages) -> dict:
         def route_fn(trajectory):
             return occupancy(trajectory.state.pos[:, prey_index], grid).reshape(-1)
 
-        rates = []
-        for index, placement in enumerate(PLACEMENTS):
-            game, game_params = make(ENV, resource_placement=placement)
-            spec, stack = part1.load_teams(runs[f"{algo}_{placement}"]["run"])[
-                "predator"
-            ]
-            num_seeds = int(jax.tree.leaves(stack)[0].shape[0])
-            for seed in range(min(num_seeds, config.steering_predator_seeds)):
-                result = bc.steering_rate(
-                    jax.random.fold_in(
-                        jax.random.key(config.seed + 1), 100 * index + seed
-                    ),
-                    game,
-                    game_params,
-                    bc_config,
-                    params,
-                    jnp.asarray(z_a),
-                    jnp.asarray(z_b),
-                    jnp.asarray(route_a),
-                    jnp.asarray(route_b),
-                    route_fn,
-                    1,
-                    _Predators(spec, part1.seed_params(stack, seed)),
-                    config.steering_episodes,
-                    horizon,
-                    strip,
+        predators = [
+            part1.load_teams(runs[f"{algo}_{p}"]["run"])["predator"] for p in PLACEMENTS
+        ]
+        num_seeds = min(
+            config.steering_predator_seeds,
+            *(int(jax.tree.leaves(stack)[0].shape[0]) for _, stack in predators),
+        )
+        lengths = [n for n in config.lengths if n <= config.steering_steps]
+        by_steps, reference = {}, {}
+        for num_steps in lengths:
+            rates = np.zeros((len(PLACEMENTS), num_seeds))  # [game, predator seed]
+            scores = np.zeros((len(PLACEMENTS), num_seeds, config.steering_episodes))
+            for index, placement in enumerate(PLACEMENTS):
+                game, game_params = make(ENV, resource_placement=placement)
+                spec, stack = predators[index]
+                for seed in range(num_seeds):
+                    result = bc.steering_rate(
+                        jax.random.fold_in(
+                            jax.random.key(config.seed + 1), 100 * index + seed
+                        ),
+                        AutoReset(game),
+                        game_params,
+                        bc_config,
+                        params,
+                        jnp.asarray(z_a),
+                        jnp.asarray(z_b),
+                        jnp.asarray(route_a),
+                        jnp.asarray(route_b),
+                        route_fn,
+                        1,
+                        _Predators(spec, part1.seed_params(stack, seed)),
+                        config.steering_episodes,
+                        num_steps,
+                        strip,
+                    )
+                    rates[index, seed] = float(result.rate)
+                    scores[index, seed] = (result.toward_a + result.toward_b) / 2
+            by_steps[num_steps] = rates, scores
+            routes = part1.window_occupancy(prey, 0, num_steps, grid)
+            reference[str(num_steps)] = float(
+                bc.route_separability(
+                    routes[labels == 0], routes[labels == 1], route_a, route_b
                 )
-                rates.append(float(result.rate))
+            )
+        headline, scores = by_steps[config.steering_steps]
+        per_seed = headline.mean(0)
+        # Episodes resampled within each (game, predator seed) cell.
+        rng = np.random.default_rng(config.seed)
+        draws = np.take_along_axis(
+            scores[None],
+            rng.integers(0, scores.shape[-1], (config.bootstrap, *scores.shape)),
+            -1,
+        ).mean((1, 2, 3))
         return {
             "bc_action_match": {
                 "vanilla": vanilla,
@@ -472,12 +519,34 @@ def _behaviour_clone(config, algo, data_path, encoded, runs, stages) -> dict:
                 "majority": majority,
             },
             "bc_latent_by_L": by_length,
-            "steering_rate": float(np.mean(rates)),
-            "steering_by_game_seed": rates,
+            "steering_rate": float(headline.mean()),
+            "steering_ci95": _seed_interval(per_seed),
+            "steering_ci95_episodes": [
+                float(np.percentile(draws, q)) for q in (2.5, 97.5)
+            ],
+            "steering_by_seed": per_seed.tolist(),
+            "steering_by_game_seed": headline.ravel().tolist(),
+            "steering_steps": config.steering_steps,
+            "steering_by_steps": {
+                str(n): float(r.mean()) for n, (r, _) in by_steps.items()
+            },
+            "steering_reference_by_steps": reference,
             "bc_length": config.bc_length,
         }
 
     return stages.run(f"bc_{algo}", described, run)
+
+
+def _seed_interval(values: np.ndarray) -> list[float]:
+    """95% Student-t interval of the mean of ``values [S]`` (one per seed); the
+    point itself when there is a single seed."""
+    values = np.asarray(values, np.float64)
+    mean = float(values.mean())
+    if values.size < 2:
+        return [mean, mean]
+    half = stats.t.ppf(0.975, values.size - 1) * values.std(ddof=1)
+    half /= np.sqrt(values.size)
+    return [mean - half, mean + half]
 
 
 def _brittleness(config, algo, runs, stages) -> dict[str, Any]:
@@ -595,6 +664,12 @@ def run_exp5(config: Exp5Config, seeds: int | None, progress, stages) -> dict:
         "latent_probe_by_L": means(primary["latent_probe_by_L"]),
         "bc_action_match": bc_entry["bc_action_match"],
         "steering_rate": bc_entry["steering_rate"],
+        "steering_ci95": bc_entry["steering_ci95"],
+        "steering_ci95_episodes": bc_entry["steering_ci95_episodes"],
+        "steering_by_seed": bc_entry["steering_by_seed"],
+        "steering_steps": bc_entry["steering_steps"],
+        "steering_by_steps": bc_entry["steering_by_steps"],
+        "steering_reference_by_steps": bc_entry["steering_reference_by_steps"],
         "brittleness_drop": brittle["drop"],
         "brittleness_drop_ci95": brittle["drop_ci95"],
         "captures_cotrained": brittle["captures_cotrained"],
@@ -644,8 +719,20 @@ def markdown_exp5(results: dict) -> str:
         f"| BC action match, oracle | {bcm['oracle']:.3f} | |",
         f"| BC majority baseline | {bcm['majority']:.3f} | "
         f"{research['bc_majority']:.2f} |",
-        f"| steering rate (chance 0.5) | {r['steering_rate']:.3f} | "
-        f"{research['steering_rate']:.2f} |",
+        f"| steering rate, routes of {r['steering_steps']} steps (chance 0.5; "
+        f"over predator seeds {', '.join(f'{v:.3f}' for v in r['steering_by_seed'])}"
+        f", bootstrap over episodes [{r['steering_ci95_episodes'][0]:.3f}, "
+        f"{r['steering_ci95_episodes'][1]:.3f}]) | "
+        f"{r['steering_rate']:.3f} [{r['steering_ci95'][0]:.3f}, "
+        f"{r['steering_ci95'][1]:.3f}] | {research['steering_rate']:.2f} |",
+    ]
+    for steps, value in r["steering_by_steps"].items():
+        ref = r["steering_reference_by_steps"][steps]
+        lines.append(
+            f"| steering rate, routes of {steps} steps (the specialists' own routes "
+            f"under the same criterion: {ref:.3f}) | {value:.3f} | |"
+        )
+    lines += [
         f"| captures, co-trained predators | {r['captures_cotrained']:.2f} "
         f"[{r['captures_cotrained_ci95'][0]:.2f}, "
         f"{r['captures_cotrained_ci95'][1]:.2f}] | "
@@ -659,7 +746,8 @@ def markdown_exp5(results: dict) -> str:
         f"{r['brittleness_drop_ci95'][1]:.1%}] | "
         f"{research['brittleness_drop']:.0%} |",
         "",
-        "Intervals are 95% (bootstrap over episodes). ARI and latent probe are "
+        "Intervals are 95%: bootstrap over episodes for captures and the drop, "
+        "Student-t over predator seeds for steering. ARI and latent probe are "
         "means over encoder seeds, on held-out chains.",
         "",
     ]
@@ -695,7 +783,10 @@ def plot_exp5(results: dict, out: Path) -> list[Path]:
         ax.axhline(bcm[name], ls=style, color="gray", label=name)
     ax.set_xlabel("L of the latent")
     ax.set_ylabel("held-out action match")
-    ax.set_title(f"steering rate {bc_entry['steering_rate']:.2f}")
+    ax.set_title(
+        f"steering rate {bc_entry['steering_rate']:.2f} "
+        f"(routes of {bc_entry['steering_steps']} steps)"
+    )
     ax.legend(fontsize=8)
     fig.tight_layout()
     paths.append(part1.save_figure(fig, out / "exp5_bc.png"))
@@ -749,6 +840,7 @@ register_experiment(
             encoder_seeds=1,
             bc_epochs=1,
             steering_episodes=2,
+            steering_steps=25,
             steering_predator_seeds=1,
             tournament_episodes=4,
             bootstrap=20,

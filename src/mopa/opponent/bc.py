@@ -14,6 +14,8 @@ trajectory): with ``z`` the clone can reproduce every specialist; without it (th
 * :func:`rollout_latent_policy` and :func:`steering_rate`: hold the game, the start
   states and the other teams fixed, swap ``z`` alone, and measure whether the route
   moves towards the specialist ``z`` names (the research's Exp 5 steering test);
+  :func:`route_separability` applies the same criterion to the specialists' own
+  routes (how well it can tell them apart at all, at a given route length);
 * :func:`bc_log_probs_fn`: the clone as an opponent model ``p(a | obs, z = k)`` for
   the exact Bayes belief of :mod:`mopa.opponent.beliefs` (the ``bc_belief_planner``
   of Exp 6, which never sees the true opponent policy).
@@ -285,9 +287,11 @@ def rollout_latent_policy(
 
     Every agent of ``team`` acts with ``pi(. | obs_fn(obs), z)``; the other teams
     act as ``others_fn(key, obs, state)`` says (its entry for ``team`` is
-    ignored). No auto-reset: choose ``num_steps`` within one episode. The same
-    ``key`` gives the same start state and the same keys to ``others_fn`` and to the
-    game, whatever ``z`` is.
+    ignored). The game is not reset here: choose ``num_steps`` within one episode,
+    or pass ``env`` wrapped in :class:`mopa.envs.wrappers.AutoReset` to play a
+    chain of consecutive episodes (as :func:`mopa.opponent.data.generate` does).
+    The same ``key`` gives the same start state and the same keys to
+    ``others_fn`` and to the game (resets included), whatever ``z`` is.
 
     Args:
         key: PRNG key.
@@ -402,15 +406,58 @@ def steering_rate(
     )  # fmt: skip
     f_a, f_b = routes[0], routes[1]  # [N, F] each
 
-    def closer(own, other, target):
-        d_own = jnp.sum((own - target) ** 2, -1)
-        d_other = jnp.sum((other - target) ** 2, -1)
-        return (d_own < d_other) + 0.5 * (d_own == d_other)
-
-    toward_a = closer(f_a, f_b, jnp.asarray(route_a))
-    toward_b = closer(f_b, f_a, jnp.asarray(route_b))
+    toward_a = _closer(f_a, f_b, jnp.asarray(route_a))
+    toward_b = _closer(f_b, f_a, jnp.asarray(route_b))
     rate = (jnp.mean(toward_a) + jnp.mean(toward_b)) / 2
     return SteeringResult(rate=rate, toward_a=toward_a, toward_b=toward_b)
+
+
+def route_separability(
+    features_a: jax.Array,
+    features_b: jax.Array,
+    route_a: jax.Array,
+    route_b: jax.Array,
+) -> jax.Array:
+    """The :func:`steering_rate` criterion applied to the specialists' own routes.
+
+    Every pair ``(i, j)`` of a route ``f_i^A`` of specialist A and a route
+    ``f_j^B`` of specialist B is judged as a steered pair would be::
+
+        rate = mean over (i, j) of (toward_a_ij + toward_b_ij) / 2
+        toward_a_ij = 1[d(f_i^A, m_A) < d(f_j^B, m_A)] + 0.5 * 1[equal]
+
+    (``toward_b_ij`` likewise with ``m_B``). It says how well the criterion tells
+    the two specialists' routes apart at all, at the length their features were
+    taken over: a clone that reproduced each specialist exactly, in unpaired
+    games, would score this (paired games share their start states and can do
+    better). 0.5 when the two sets of routes are indistinguishable.
+
+    Args:
+        features_a: ``[Na, F]`` route features of specialist A's games.
+        features_b: ``[Nb, F]`` route features of specialist B's games.
+        route_a, route_b: ``[F]`` the specialists' mean route features.
+
+    Returns:
+        ``[]`` the rate.
+    """
+    features_a, features_b = jnp.asarray(features_a), jnp.asarray(features_b)
+    if features_a.ndim != 2 or features_a.shape[1:] != features_b.shape[1:]:
+        raise InvalidParameterError(
+            f"features_a and features_b must be [N, F] with equal F, got "
+            f"{tuple(features_a.shape)} and {tuple(features_b.shape)}"
+        )
+    own_a, other_a = features_a[:, None], features_b[None]  # pairs [Na, Nb, F]
+    toward_a = _closer(own_a, other_a, jnp.asarray(route_a))
+    toward_b = _closer(other_a, own_a, jnp.asarray(route_b))
+    return (jnp.mean(toward_a) + jnp.mean(toward_b)) / 2
+
+
+def _closer(own: jax.Array, other: jax.Array, target: jax.Array) -> jax.Array:
+    """``1[d(own, target) < d(other, target)] + 0.5 * 1[equal]`` over the last
+    axis (``d`` Euclidean)."""
+    d_own = jnp.sum((own - target) ** 2, -1)
+    d_other = jnp.sum((other - target) ** 2, -1)
+    return (d_own < d_other) + 0.5 * (d_own == d_other)
 
 
 @partial(jax.jit, static_argnums=(0, 1, 2, 3, 4, 5, 6, 7, 8))
