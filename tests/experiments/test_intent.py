@@ -178,7 +178,8 @@ def _random_intent_predator(feed: str):
     from mopa.policy import init_params as init_policy
 
     env, params = intent_game()
-    classifier = ClassifierConfig(input_size=64, num_classes=len(INTENT_CORNERS))
+    # The occupancy (8 x 8) and the last 8 positions, as the experiment reads.
+    classifier = ClassifierConfig(input_size=80, num_classes=len(INTENT_CORNERS))
     spec = PolicySpec(
         kind="actor",
         num_agents=env.num_predators,
@@ -187,7 +188,12 @@ def _random_intent_predator(feed: str):
         hidden=(16,),
     )
     player = IntentPredator(
-        env, spec, sources=("classifier",), classifier=classifier, commit_step=8
+        env,
+        spec,
+        sources=("classifier",),
+        classifier=classifier,
+        commit_step=8,
+        recent=8,
     )
     player_params = IntentPredatorParams(
         env_params=params,
@@ -227,7 +233,9 @@ def test_online_belief_equals_the_offline_prefix_beliefs():
     )
     online = np.stack([np.asarray(player.unpack(c[0]).belief) for c in carries])
     positions = jnp.asarray(states.pos[:, -1])  # [T, 2] the prey
-    logits_fn = classifier_logits_fn(classifier, player_params.classifier_params, 8)
+    logits_fn = classifier_logits_fn(
+        classifier, player_params.classifier_params, 8, recent=8
+    )
     offline = np.asarray(prefix_beliefs(logits_fn, positions, 4, 0.5, 1))
     np.testing.assert_allclose(online, offline, atol=1e-5)
     np.testing.assert_allclose(online.sum(-1), 1.0, atol=1e-5)

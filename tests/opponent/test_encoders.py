@@ -201,6 +201,41 @@ def test_prefix_data_holds_every_prefix_length():
     )
 
 
+def test_recent_positions_follow_the_occupancy_and_repeat_the_first_step():
+    positions = jnp.arange(20.0).reshape(10, 2)
+    # Steps [1, 4) of the prefix of length 4; before step 0, step 0 repeats.
+    np.testing.assert_array_equal(
+        rep.recent_positions(positions, 4, 3), [2, 3, 4, 5, 6, 7]
+    )
+    np.testing.assert_array_equal(
+        rep.recent_positions(positions, 2, 3), [0, 1, 0, 1, 2, 3]
+    )
+    data = enc.make_prefix_data(
+        positions[None] / 20, jnp.array([1]), grid_size=2, prefix_lengths=(2, 7),
+        recent=3,
+    )  # fmt: skip
+    assert data.x.shape == (2, 4 + 6)
+    np.testing.assert_allclose(
+        data.x[1, :4], occupancy(positions / 20, 2, 0, 7).reshape(-1), atol=1e-6
+    )
+    np.testing.assert_allclose(data.x[1, 4:], positions[4:7].reshape(-1) / 20)
+    jepa = enc.make_jepa_data(
+        positions[None] / 20, grid_size=2, cuts=(3,), target_length=2, recent=3
+    )
+    # Context: occupancy of [0, 3), steps 0-2; target: occupancy of [3, 5),
+    # the three steps before 5.
+    np.testing.assert_allclose(jepa.context[0, 4:], positions[0:3].reshape(-1) / 20)
+    np.testing.assert_allclose(
+        jepa.target[0, :4], occupancy(positions / 20, 2, 3, 5).reshape(-1), atol=1e-6
+    )
+    np.testing.assert_allclose(jepa.target[0, 4:], positions[2:5].reshape(-1) / 20)
+    with pytest.raises(InvalidParameterError, match="recent"):
+        enc.make_prefix_data(
+            positions[None], jnp.array([0]), grid_size=2, prefix_lengths=(2,),
+            recent=-1,
+        )  # fmt: skip
+
+
 def test_save_load_round_trip_gives_identical_encodings(
     vae, classifier, jepa_setup, tmp_path
 ):

@@ -12,7 +12,8 @@ Stages (each reused when re-run with the same config, see
    predators, then the supervised prefix classifier (belief (a), temperature
    fitted on held-out prefixes) and the JEPA with its arrival readout (belief (b);
    its temperature is fitted against the corner nearest each held-out
-   trajectory's arrival, so no intent label is used); and a dataset of the
+   trajectory's arrival, so no intent label is used), both reading the occupancy
+   of the prey's prefix and its last ``encoder_recent`` positions; and a dataset of the
    belief-condition prey against its predators, on which one behaviour clone
    ``pi(a | s, z)`` per seed is trained (the prey model of ``bc_belief_planner``).
 3. ``calibration``: accuracy and expected calibration error by step, and the
@@ -253,14 +254,20 @@ class IntentConfig:
     mistakes); 0 plays its argmax."""
     grid_size: int = 8
     """Occupancy cells per axis of the encoders' input."""
+    encoder_recent: int = 8
+    """Latest prey positions the encoders read beside the occupancy (where the
+    prey is and which way it moves, which the occupancy's cells blur; the
+    research's classifier read raw positions); 0 reads the occupancy only."""
     classifier_updates: int = 3000
     """Adam updates of the prefix classifier."""
     jepa_updates: int = 3000
     """Adam updates of the JEPA."""
     jepa_target_length: int = 5
     """Steps in the JEPA's target window."""
-    bc_epochs: int = 30
-    """Passes of the behaviour clone over its data."""
+    bc_epochs: int = 100
+    """Passes of the behaviour clone over its data (the clone is the planner's
+    whole model of the prey, and its held-out action match still rises well past
+    30 passes)."""
     min_belief_steps: int = 1
     """The prefix beliefs stay uniform until this many positions are seen."""
     commit_step: int = 8
@@ -321,6 +328,10 @@ class IntentConfig:
         if self.clone_temperature < 0:
             raise InvalidParameterError(
                 f"clone_temperature must be >= 0, got {self.clone_temperature}"
+            )
+        if self.encoder_recent < 0:
+            raise InvalidParameterError(
+                f"encoder_recent must be >= 0, got {self.encoder_recent}"
             )
         if not 0.0 <= self.bayes_epsilon < 1.0:
             raise InvalidParameterError(
@@ -410,14 +421,21 @@ def _teams(folder: Path) -> dict[str, tuple[PolicySpec, Any]]:
 # -- encoders ----------------------------------------------------------------------
 def classifier_config(config: IntentConfig) -> ClassifierConfig:
     return ClassifierConfig(
-        input_size=config.grid_size**2,
+        input_size=encoder_input_size(config),
         num_classes=len(INTENT_CORNERS),
         num_updates=config.classifier_updates,
     )
 
 
 def jepa_config(config: IntentConfig) -> JEPAConfig:
-    return JEPAConfig(input_size=config.grid_size**2, num_updates=config.jepa_updates)
+    return JEPAConfig(
+        input_size=encoder_input_size(config), num_updates=config.jepa_updates
+    )
+
+
+def encoder_input_size(config: IntentConfig) -> int:
+    """Features per prefix the classifier and the JEPA read."""
+    return config.grid_size**2 + 2 * config.encoder_recent
 
 
 def bc_config(config: IntentConfig) -> bc_lib.BCConfig:
@@ -502,12 +520,20 @@ def _encoders(
     positions, labels = _positions_labels(fit)
     c_config = classifier_config(config)
     data = make_prefix_data(
-        positions, labels, grid_size=config.grid_size, prefix_lengths=lengths
+        positions,
+        labels,
+        grid_size=config.grid_size,
+        prefix_lengths=lengths,
+        recent=config.encoder_recent,
     )
     c_params, c_metrics = jax.jit(make_train(c_config))(key_classifier, data)
     v_positions, v_labels = _positions_labels(validation)
     v_data = make_prefix_data(
-        v_positions, v_labels, grid_size=config.grid_size, prefix_lengths=lengths
+        v_positions,
+        v_labels,
+        grid_size=config.grid_size,
+        prefix_lengths=lengths,
+        recent=config.encoder_recent,
     )
     v_logits = c_config.module().apply(c_params, v_data.x)
     c_temperature = fit_temperature(v_logits, v_data.labels)
@@ -526,6 +552,7 @@ def _encoders(
         grid_size=config.grid_size,
         cuts=tuple(range(1, fit.horizon)),
         target_length=config.jepa_target_length,
+        recent=config.encoder_recent,
     )
     j_params, j_metrics = jax.jit(make_train(j_config))(key_jepa, j_data)
     arrival = predict_arrival(j_config, j_params, v_data.x)
@@ -677,11 +704,15 @@ def _calibration(
     corners = jnp.asarray(INTENT_CORNERS) * params.intent_corner
     sources = {
         "classifier": (
-            classifier_logits_fn(c_config, c_params, config.grid_size),
+            classifier_logits_fn(
+                c_config, c_params, config.grid_size, config.encoder_recent
+            ),
             encoders["classifier_temperature"],
         ),
         "jepa": (
-            jepa_logits_fn(j_config, j_params, config.grid_size, corners),
+            jepa_logits_fn(
+                j_config, j_params, config.grid_size, corners, config.encoder_recent
+            ),
             encoders["jepa_temperature"],
         ),
     }
@@ -861,6 +892,7 @@ def build_entries(
         classifier=c_config,
         jepa=j_config,
         grid_size=config.grid_size,
+        recent=config.encoder_recent,
         min_steps=config.min_belief_steps,
         commit_step=config.commit_step,
         bayes_epsilon=config.bayes_epsilon,

@@ -24,8 +24,9 @@ observation ends with a ``K``-entry intent input). Each step it:
 
 The carry is the flattened :class:`BeliefCarry` (the same row for every agent).
 Belief sources: ``classifier`` (supervised prefix classifier on the occupancy of
-the prefix, temperature-scaled), ``jepa`` (the JEPA's predicted arrival read out
-against the four corners, temperature-scaled), ``flat`` (uniform) and ``bayes``
+the prefix and the latest positions, temperature-scaled), ``jepa`` (the JEPA's
+predicted arrival read out against the four corners, temperature-scaled),
+``flat`` (uniform) and ``bayes``
 (exact Bayes from an intent-conditioned prey model: a behaviour clone
 ``pi(a | s, z)`` or the prey's own policy).
 """
@@ -53,7 +54,7 @@ from mopa.opponent.beliefs import (
     update_prefix_belief,
 )
 from mopa.opponent.encoders import ClassifierConfig, JEPAConfig, predict_arrival
-from mopa.opponent.representations import occupancy
+from mopa.opponent.representations import occupancy, recent_positions
 from mopa.planning import LookaheadPlayer, MCTSPlayer
 from mopa.planning.opponents import greedy_logits
 from mopa.policy import PolicySpec, agent_inputs, make_act_fn
@@ -163,6 +164,9 @@ class IntentPredator:
     """The prey model of the ``bayes`` source."""
     grid_size: int = 8
     """Occupancy cells per axis read by the classifier and the JEPA."""
+    recent: int = 0
+    """Latest prey positions read by the classifier and the JEPA beside the
+    occupancy (:func:`prefix_features`)."""
     min_steps: int = 1
     """The prefix beliefs stay uniform until this many positions are seen."""
     commit_step: int = 8
@@ -284,12 +288,14 @@ class IntentPredator:
 
     def _classifier_logits(self, params):
         return classifier_logits_fn(
-            self.classifier, params.classifier_params, self.grid_size
+            self.classifier, params.classifier_params, self.grid_size, self.recent
         )
 
     def _jepa_logits(self, params):
         corners = jnp.asarray(INTENT_CORNERS) * params.env_params.intent_corner
-        return jepa_logits_fn(self.jepa, params.jepa_params, self.grid_size, corners)
+        return jepa_logits_fn(
+            self.jepa, params.jepa_params, self.grid_size, corners, self.recent
+        )
 
     def _bayes_update(self, params, state, carry: BeliefCarry) -> BayesBeliefState:
         """One Bayes step on the prey's last action, recovered from the
@@ -353,34 +359,46 @@ class IntentPredator:
         return actions
 
 
-def prefix_features(prefix: jax.Array, length: jax.Array, grid_size: int) -> jax.Array:
-    """``[G x G]`` normalised occupancy of the first ``length`` rows of ``prefix``
-    ``[T, 2]`` (what the classifier and the JEPA read; equal to row ``length - 1``
-    of :func:`~mopa.opponent.representations.prefix_occupancies`)."""
-    return occupancy(prefix, grid_size, 0, length).reshape(-1)
+def prefix_features(
+    prefix: jax.Array, length: jax.Array, grid_size: int, recent: int = 0
+) -> jax.Array:
+    """What the classifier and the JEPA read of the first ``length`` rows of
+    ``prefix`` ``[T, 2]``: their ``[G x G]`` normalised occupancy (row ``length -
+    1`` of :func:`~mopa.opponent.representations.prefix_occupancies`), then, if
+    ``recent`` > 0, the last ``recent`` positions
+    (:func:`~mopa.opponent.representations.recent_positions`): the example
+    :func:`~mopa.opponent.encoders.make_prefix_data` builds for that prefix."""
+    histogram = occupancy(prefix, grid_size, 0, length).reshape(-1)
+    if not recent:
+        return histogram
+    return jnp.concatenate([histogram, recent_positions(prefix, length, recent)])
 
 
 def classifier_logits_fn(
-    config: ClassifierConfig, params: Any, grid_size: int
+    config: ClassifierConfig, params: Any, grid_size: int, recent: int = 0
 ) -> Callable[[jax.Array, jax.Array], jax.Array]:
     """The prefix classifier as a :data:`~mopa.opponent.beliefs.LogitsFn`."""
     module = config.module()
 
     def logits_fn(prefix, length):
-        return module.apply(params, prefix_features(prefix, length, grid_size))
+        return module.apply(params, prefix_features(prefix, length, grid_size, recent))
 
     return logits_fn
 
 
 def jepa_logits_fn(
-    config: JEPAConfig, params: Any, grid_size: int, corners: jax.Array
+    config: JEPAConfig,
+    params: Any,
+    grid_size: int,
+    corners: jax.Array,
+    recent: int = 0,
 ) -> Callable[[jax.Array, jax.Array], jax.Array]:
     """The JEPA's arrival readout as logits ``-|arrival - c_k|^2`` over the corners
     ``[K, 2]`` (:func:`~mopa.opponent.beliefs.readout_logits_fn`)."""
 
     def readout_fn(prefix, length):
         return predict_arrival(
-            config, params, prefix_features(prefix, length, grid_size)
+            config, params, prefix_features(prefix, length, grid_size, recent)
         )
 
     return readout_logits_fn(readout_fn, corners)

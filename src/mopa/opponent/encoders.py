@@ -66,7 +66,12 @@ from mopa.core.configs import config_from_kinds
 from mopa.errors import CheckpointError, InvalidParameterError
 from mopa.models.encoders import JEPA, VAE, Classifier
 from mopa.models.networks import ACTIVATIONS
-from mopa.opponent.representations import ARENA_BOUNDS, occupancy, prefix_occupancies
+from mopa.opponent.representations import (
+    ARENA_BOUNDS,
+    occupancy,
+    prefix_occupancies,
+    recent_positions,
+)
 
 ENCODER_FORMAT = "mopa-encoder"
 FORMAT_VERSION = 1
@@ -270,6 +275,7 @@ def make_jepa_data(
     target_length: int,
     context_window: int | None = None,
     arrival_offset: int | None = None,
+    recent: int = 0,
     bounds: tuple[float, float] = ARENA_BOUNDS,
 ) -> JEPAData:
     """JEPA pairs from trajectories, one per (trajectory, cut).
@@ -286,10 +292,13 @@ def make_jepa_data(
         grid_size: histogram cells per axis ``G``.
         cuts: context lengths ``t``, each in ``[1, T - 1]``.
         target_length: steps in the target window.
+        recent: if > 0, the context and the target each also carry the last
+            ``recent`` positions before their end (``t`` and ``t + target_length``,
+            :func:`~mopa.opponent.representations.recent_positions`).
 
     Returns:
         :class:`JEPAData` with ``N = M x len(cuts)`` (trajectory-major),
-        ``D = G x G`` and ``R = 2``.
+        ``D = G x G + 2 x recent`` and ``R = 2``.
     """
     num_steps = positions.shape[1]
     cuts = tuple(int(t) for t in cuts)
@@ -299,6 +308,8 @@ def make_jepa_data(
         )
     if target_length < 1:
         raise InvalidParameterError(f"target_length must be >= 1, got {target_length}")
+    if recent < 0:
+        raise InvalidParameterError(f"recent must be >= 0, got {recent}")
     cut_array = jnp.asarray(cuts)
 
     def one(trajectory):  # [T, 2]
@@ -307,6 +318,11 @@ def make_jepa_data(
         target = jax.vmap(
             lambda t: occupancy(trajectory, grid_size, t, t + target_length, bounds)
         )(cut_array).reshape(len(cuts), -1)
+        if recent:
+            last = lambda end: recent_positions(trajectory, end, recent)  # noqa: E731
+            context = jnp.concatenate([context, jax.vmap(last)(cut_array)], -1)
+            ends = jnp.minimum(cut_array + target_length, num_steps)
+            target = jnp.concatenate([target, jax.vmap(last)(ends)], -1)
         if arrival_offset is None:
             arrival = jnp.broadcast_to(trajectory[-1], (len(cuts), 2))
         else:
@@ -327,6 +343,7 @@ def make_prefix_data(
     grid_size: int,
     prefix_lengths: Sequence[int],
     window: int | None = None,
+    recent: int = 0,
     bounds: tuple[float, float] = ARENA_BOUNDS,
 ) -> ClassifierData:
     """Classifier examples from every trajectory at several prefix lengths.
@@ -338,10 +355,12 @@ def make_prefix_data(
         prefix_lengths: prefix lengths ``l`` in ``[1, T]``; example ``(m, l)`` is
             the occupancy of trajectory ``m``'s first ``l`` steps (its last
             ``window`` of them if ``window`` is given).
+        recent: if > 0, each example also carries the prefix's last ``recent``
+            positions (:func:`~mopa.opponent.representations.recent_positions`).
 
     Returns:
         :class:`ClassifierData` with ``N = M x len(prefix_lengths)``
-        (trajectory-major) and ``D = G x G``.
+        (trajectory-major) and ``D = G x G + 2 x recent``.
     """
     num_steps = positions.shape[1]
     lengths = tuple(int(n) for n in prefix_lengths)
@@ -349,11 +368,17 @@ def make_prefix_data(
         raise InvalidParameterError(
             f"prefix_lengths must be non-empty and in [1, {num_steps}], got {lengths}"
         )
+    if recent < 0:
+        raise InvalidParameterError(f"recent must be >= 0, got {recent}")
     index = jnp.asarray(lengths) - 1
 
     def one(trajectory):
         prefixes = prefix_occupancies(trajectory, grid_size, window, bounds)
-        return prefixes[index].reshape(len(lengths), -1)
+        x = prefixes[index].reshape(len(lengths), -1)
+        if recent:
+            last = lambda end: recent_positions(trajectory, end, recent)  # noqa: E731
+            x = jnp.concatenate([x, jax.vmap(last)(index + 1)], -1)
+        return x
 
     x = jax.vmap(one)(jnp.asarray(positions))
     labels = jnp.repeat(jnp.asarray(labels, jnp.int32), len(lengths))

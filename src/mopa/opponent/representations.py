@@ -146,3 +146,26 @@ def prefix_windows(positions: jax.Array, length: int) -> tuple[jax.Array, jax.Ar
     """
     ends = jnp.arange(1, positions.shape[0] + 1)
     return jax.vmap(last_window, in_axes=(None, 0, None))(positions, ends, length)
+
+
+def recent_positions(
+    positions: jax.Array, end: int | jax.Array, count: int
+) -> jax.Array:
+    """The ``count`` positions before ``end`` (steps ``[end - count, end)``),
+    flattened; steps before the first repeat the first position.
+
+    Beside an occupancy histogram (where the agent has been) they say where it
+    is and which way it is moving, which the histogram's cells blur.
+
+    Args:
+        positions: ``[T, 2]`` one agent's positions.
+        end: one past the last step, ``1 <= end <= T`` (may be traced).
+        count: positions ``n`` (static, ``>= 1``).
+
+    Returns:
+        ``[2n]``: ``x_end-n, y_end-n, ..., x_end-1, y_end-1``.
+    """
+    if count < 1:
+        raise ValueError(f"recent_positions: count must be >= 1, got {count}")
+    index = jnp.clip(end - count + jnp.arange(count), 0, positions.shape[0] - 1)
+    return positions[index].reshape(-1)
