@@ -27,8 +27,9 @@ def test_bench_beliefs_writes_rows_and_metadata(tmp_path, capsys):
     assert args.run(args) == 0
     encoder, *beliefs = json.loads(path.read_text())
     assert encoder["bench"] == "encoder" and encoder["name"] == "classifier"
-    # The intent experiment's classifier: 8 x 8 occupancy cells, batches of 128.
-    assert encoder["input_size"] == 64 and encoder["batch_size"] == 128
+    # The intent experiment's classifier: 8 x 8 occupancy cells and the last 8
+    # positions, batches of 128.
+    assert encoder["input_size"] == 64 + 16 and encoder["batch_size"] == 128
     assert encoder["num_updates"] == 4 and encoder["hidden"] == [8]
     assert encoder["train_s"] > 0
     assert encoder["updates_per_s"] == pytest.approx(4 / encoder["train_s"])
@@ -49,7 +50,10 @@ def test_encoder_configs_are_the_experiments_sizes():
     assert configs["classifier"].num_updates == 3000
     assert configs["jepa"].num_updates == 3000
     assert configs["vae"].num_updates == 4000 and configs["vae"].latent_size == 2
-    assert all(c.input_size == 64 for c in configs.values())
+    # The intent encoders read the occupancy and the last 8 positions; the VAE
+    # the occupancy only.
+    assert configs["classifier"].input_size == configs["jepa"].input_size == 64 + 16
+    assert configs["vae"].input_size == 64
 
 
 @pytest.mark.parametrize(

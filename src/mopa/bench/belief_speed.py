@@ -4,10 +4,11 @@ latency of one online belief update, batched.
 Encoders are measured at the sizes the experiments train them: the prefix
 classifier and the JEPA of the hidden-intent experiment
 (:func:`mopa.experiments.intent.classifier_config`, :func:`~mopa.experiments.
-intent.jepa_config`: 64 occupancy cells, 128-128, 3,000 Adam updates of 128
-examples) and Exp 5's occupancy VAE (:meth:`mopa.experiments.exp5.Exp5Config.vae`:
-latent 2, 4,000 updates). One measurement is a whole ``jit(make_train(config))``
-run on random data, after compilation.
+intent.jepa_config`: 64 occupancy cells and the last 8 positions, 128-128, 3,000
+Adam updates of 128 examples) and Exp 5's occupancy VAE
+(:meth:`mopa.experiments.exp5.Exp5Config.vae`: latent 2, 4,000 updates). One
+measurement is a whole ``jit(make_train(config))`` run on random data, after
+compilation.
 
 Beliefs are measured over the four corners of ``tag_intent`` (K = 4), one update
 per step of a batch of ``B`` games, ``jit(vmap(update))``:
@@ -158,6 +159,7 @@ def _belief_case(
     from mopa.envs import make
     from mopa.envs.pursuit import INTENT_CORNERS, PREDATOR, PREY
     from mopa.experiments import intent_players
+    from mopa.experiments.intent import IntentConfig
     from mopa.opponent import beliefs
     from mopa.opponent.encoders import init_params
     from mopa.policy import PolicySpec
@@ -166,7 +168,8 @@ def _belief_case(
     configs = encoder_configs(hidden=hidden)
     env, env_params = make("tag_intent", predator_intent_obs=True)
     K, T = env.num_intents, EPISODE_STEPS
-    grid = 8  # the intent experiment's occupancy grid (IntentConfig.grid_size)
+    intent = IntentConfig()
+    grid, recent = intent.grid_size, intent.encoder_recent
     corners = jnp.asarray(INTENT_CORNERS) * env_params.intent_corner
     policy_hidden = tuple(hidden or preset("exp6_mappo_belief").hidden)
     prey_spec = PolicySpec(
@@ -191,13 +194,15 @@ def _belief_case(
 
             def logits_fn_of(p):
                 return intent_players.classifier_logits_fn(
-                    configs["classifier"], p, grid
+                    configs["classifier"], p, grid, recent
                 )
         else:
             params = j_params
 
             def logits_fn_of(p):
-                return intent_players.jepa_logits_fn(configs["jepa"], p, grid, corners)
+                return intent_players.jepa_logits_fn(
+                    configs["jepa"], p, grid, corners, recent
+                )
 
         def step(p, state, position):
             return beliefs.update_prefix_belief(state, position, logits_fn_of(p))
@@ -237,6 +242,7 @@ def _belief_case(
         jepa=configs["jepa"],
         prey_model=intent_players.PreyModel(prey_spec, greedy=True),
         grid_size=grid,
+        recent=recent,
     )
     params = intent_players.IntentPredatorParams(
         env_params=env_params,
