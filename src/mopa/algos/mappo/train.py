@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from mopa.algos.common import EnvCarry, env_step, episode_metrics, reset_envs, setup_run
@@ -29,7 +30,89 @@ from mopa.algos.mappo.config import MAPPOConfig
 from mopa.algos.trainer import Trainer, scan_train
 from mopa.core.returns import compute_gae
 from mopa.models import Critic
+from mopa.models.networks import ACTIVATIONS
 from mopa.policy import PolicySpec, agent_inputs, init_params, sample_categorical
+
+
+def _transpose_rows(x: jax.Array) -> jax.Array:
+    """``x.T`` for ``x [N, O]``, through blocks of 16 rows. XLA's CPU transpose of
+    a tall matrix was the largest single cost of the minibatch update; by blocks,
+    a hidden layer's backward pass runs about 1.7x faster. The barriers keep
+    XLA's simplifier from turning the steps back into one plain transpose."""
+    n, o = x.shape
+    if n % 16:
+        return x.T
+    blocks = jax.lax.optimization_barrier(x.reshape(n // 16, 16, o).transpose(0, 2, 1))
+    return jax.lax.optimization_barrier(blocks.transpose(1, 0, 2).reshape(o, n))
+
+
+@jax.custom_vjp
+def _dense(x: jax.Array, kernel: jax.Array, bias: jax.Array) -> jax.Array:
+    """Flax's ``Dense``: ``x [..., I] @ kernel [I, O] + bias [O]``."""
+    y = jax.lax.dot_general(x, kernel, (((x.ndim - 1,), (0,)), ((), ())))
+    return y + bias.reshape((1,) * (y.ndim - 1) + (-1,))
+
+
+def _dense_fwd(x, kernel, bias):
+    return _dense(x, kernel, bias), (x, kernel)
+
+
+def _dense_bwd(residuals, grad):
+    """The gradients autodiff gives, computed by the same matmul and reductions
+    (so bit for bit the same when vmapped over seeds, as every training run is),
+    with the transpose of the output gradient done by :func:`_transpose_rows`."""
+    x, kernel = residuals
+    rows, grad_rows = x.reshape(-1, x.shape[-1]), grad.reshape(-1, grad.shape[-1])
+    grad_kernel = jax.lax.dot_general(
+        _transpose_rows(grad_rows), rows, (((1,), (0,)), ((), ()))
+    ).T
+    grad_bias = grad.sum(tuple(range(grad.ndim - 1)))
+    grad_x = jax.lax.dot_general(grad, kernel, (((grad.ndim - 1,), (1,)), ((), ())))
+    return grad_x, grad_kernel, grad_bias
+
+
+_dense.defvjp(_dense_fwd, _dense_bwd)
+
+
+def _stable_argsort(keys: jax.Array) -> jax.Array:
+    """Stable argsort of ``keys [n]`` uint32 (``n <= 2**16``), as two passes of a
+    least-significant-digit radix sort whose digits carry the index in their low
+    bits: XLA sorts a lone uint32 array several times faster than a key-value
+    pair."""
+    bits = max(1, (keys.shape[0] - 1).bit_length())
+    mask = (1 << bits) - 1
+    index = jnp.arange(keys.shape[0], dtype=jnp.uint32)
+    by_low = jax.lax.sort(((keys & mask) << bits) | index) & mask
+    by_high = jax.lax.sort(((keys[by_low] >> bits) << bits) | index) & mask
+    return by_low[by_high].astype(jnp.int32)
+
+
+def permutation(key: jax.Array, n: int) -> jax.Array:
+    """``jax.random.permutation(key, n)``, the same numbers, about twice as fast
+    for minibatch sizes: the same rounds of random 32-bit sort keys, each sorted
+    by :func:`_stable_argsort` instead of a key-value sort."""
+    if (n - 1).bit_length() > 16:
+        return jax.random.permutation(key, n)
+    # As jax.random's shuffle: enough rounds that keys rarely collide in all.
+    rounds = int(np.ceil(3 * np.log(max(1, n)) / np.log(np.iinfo(np.uint32).max)))
+    order = jnp.arange(n)
+    for _ in range(rounds):
+        key, key_sort = jax.random.split(key)
+        order = order[_stable_argsort(jax.random.bits(key_sort, (n,), jnp.uint32))]
+    return order
+
+
+def actor_logits(params: Any, x: jax.Array, activation: str) -> jax.Array:
+    """:class:`~mopa.models.Actor`'s logits ``[..., num_actions]`` from its
+    parameters, for inputs ``[..., A, I]`` in the PPO loss: the same forward pass
+    as ``Actor.apply``, with a faster backward pass (:func:`_dense_bwd`)."""
+    layers = params["params"]
+    act = ACTIVATIONS[activation]
+    trunk = layers["Trunk_0"]
+    for i in range(len(trunk)):
+        layer = trunk[f"Dense_{i}"]
+        x = act(_dense(x, layer["kernel"], layer["bias"]))
+    return _dense(x, layers["Dense_0"]["kernel"], layers["Dense_0"]["bias"])
 
 
 class PPOLearner(NamedTuple):
@@ -162,7 +245,9 @@ def make_trainer(config: MAPPOConfig, game: tuple[Any, Any] | None = None) -> Tr
         return PPOCarry(learners, env_carry, jnp.zeros((), jnp.int32), key_run)
 
     def loss_fn(t, actor_params, critic_params, batch: Batch):
-        logits = actors[t].apply(actor_params, agent_inputs(specs[t], batch.obs))
+        logits = actor_logits(
+            actor_params, agent_inputs(specs[t], batch.obs), config.activation
+        )
         log_softmax = jax.nn.log_softmax(logits)
         log_probs = jnp.take_along_axis(log_softmax, batch.actions[..., None], -1)[
             ..., 0
@@ -247,7 +332,7 @@ def make_trainer(config: MAPPOConfig, game: tuple[Any, Any] | None = None) -> Tr
             return learner, stats
 
         def epoch(learner, key):
-            order = jax.random.permutation(key, config.steps_per_update)
+            order = permutation(key, config.steps_per_update)
             minibatches = jax.tree.map(
                 lambda x: x[order].reshape(
                     config.num_minibatches, config.minibatch_size, *x.shape[1:]
