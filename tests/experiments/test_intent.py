@@ -232,7 +232,8 @@ def test_online_belief_equals_the_offline_prefix_beliefs():
         env, params, (player, prey), (player_params, {}), jax.random.key(3), 25
     )
     online = np.stack([np.asarray(player.unpack(c[0]).belief) for c in carries])
-    positions = jnp.asarray(states.pos[:, -1])  # [T, 2] the prey
+    # [T, 2] the prey's lead positions (where each state's velocity takes it)
+    positions = jnp.asarray(states.pos[:, -1] + params.dt * states.vel[:, -1])
     logits_fn = classifier_logits_fn(
         classifier, player_params.classifier_params, 8, recent=8
     )
@@ -264,6 +265,33 @@ def test_hard_inference_commits_at_the_commit_step():
     committed = np.array([int(c.committed) for c in unpacked])
     np.testing.assert_array_equal(committed[:8], argmax[:8])
     np.testing.assert_array_equal(committed[8:], argmax[7])
+
+
+def test_lead_position_is_the_position_after_the_next_step():
+    """Whatever the actions, the next state puts the prey at its lead position
+    (MPE moves a body with its current velocity), so the prefix beliefs read
+    nothing the predators could not know."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from mopa.experiments.intent import intent_game
+    from mopa.experiments.intent_players import lead_position
+
+    env, params = intent_game()
+    _, state = env.reset(jax.random.key(6), params)
+    predators = jnp.array([0, 1, 2], jnp.int32)
+    for t in range(6):  # a few steps, so the velocity is not zero
+        _, state, *_ = env.step(
+            jax.random.key(t), state, (predators, jnp.array([t % 5])), params
+        )
+    assert float(jnp.abs(state.vel[-1]).sum()) > 0
+    lead = lead_position(state, params, env.num_predators)
+    for action in range(5):
+        _, after, *_ = env.step(
+            jax.random.key(0), state, (predators, jnp.array([action])), params
+        )
+        np.testing.assert_allclose(after.pos[-1], lead, atol=1e-6)
 
 
 def test_infer_prey_action_recovers_the_action_taken():

@@ -8,14 +8,16 @@ Stages (each reused when re-run with the same config, see
 1. ``train_unaware``, ``train_oracle``, ``train_belief``: MAPPO co-training of the
    three predator conditions, each with its own prey (presets
    ``exp6_mappo_*``); an interrupted stage resumes its run.
-2. ``encoders``: a dataset of the oracle-condition prey against the oracle
-   predators, then the supervised prefix classifier (belief (a), temperature
-   fitted on held-out prefixes) and the JEPA with its arrival readout (belief (b);
-   its temperature is fitted against the corner nearest each held-out
-   trajectory's arrival, so no intent label is used), both reading the occupancy
-   of the prey's prefix and its last ``encoder_recent`` positions; and a dataset of the
-   belief-condition prey against its predators, on which one behaviour clone
-   ``pi(a | s, z)`` per seed is trained (the prey model of ``bc_belief_planner``).
+2. ``encoders``: a dataset of the belief-condition prey against its predators
+   (the prey the planners face in the paired protocol), then the supervised
+   prefix classifier (belief (a), temperature fitted on held-out prefixes) and
+   the JEPA with its arrival readout (belief (b); its temperature is fitted
+   against the corner nearest each held-out trajectory's arrival, so no intent
+   label is used), both reading the occupancy of the prey's prefix of lead
+   positions (where its latest move takes it,
+   :func:`~mopa.experiments.intent_players.lead_position`) and its last
+   ``encoder_recent`` of them; and one behaviour clone ``pi(a | s, z)`` per seed
+   (the prey model of ``bc_belief_planner``).
 3. ``calibration``: accuracy and expected calibration error by step, and the
    reliability diagram, of the online beliefs on held-out trajectories;
    ``world_models``: a state-space ensemble and a JEPA latent world model trained
@@ -244,10 +246,11 @@ class IntentConfig:
     """Steps per game per MAPPO update."""
     train_chunks: int = 20
     """Jitted chunks per training run (progress and resumption points)."""
-    data_episodes_per_seed: int = 150
-    """Encoder dataset: episodes of each oracle-condition seed."""
-    clone_episodes_per_seed: int = 1200
-    """Behaviour-clone dataset: episodes of each belief-condition seed."""
+    data_episodes_per_seed: int = 1200
+    """Episodes of each belief-condition seed's teams: the data of the encoders,
+    the behaviour clones and the world models (the research's classifier read 150
+    per seed of the oracle condition; more data of the prey the planners face
+    makes every encoder belief sharper)."""
     clone_temperature: float = 0.3
     """The clone planner's rollouts sample the clone's softmax at this temperature
     (a clone is an imperfect model of a greedy prey; sampling hedges its
@@ -264,6 +267,10 @@ class IntentConfig:
     """Adam updates of the JEPA."""
     jepa_target_length: int = 5
     """Steps in the JEPA's target window."""
+    jepa_name_rounds: int = 1
+    """Rounds of renaming the episodes by the JEPA-named clone's own posterior and
+    refitting it (the clone corrects the names of episodes whose arrival was not
+    their corner); 0 keeps the JEPA's names."""
     bc_epochs: int = 100
     """Passes of the behaviour clone over its data (the clone is the planner's
     whole model of the prey, and its held-out action match still rises well past
@@ -309,7 +316,7 @@ class IntentConfig:
     def __post_init__(self):
         for name in (
             "num_seeds", "train_steps", "train_envs", "train_rollout",
-            "train_chunks", "data_episodes_per_seed", "clone_episodes_per_seed",
+            "train_chunks", "data_episodes_per_seed",
             "grid_size",
             "classifier_updates", "jepa_updates", "jepa_target_length",
             "bc_epochs", "min_belief_steps", "commit_step", "eval_episodes",
@@ -321,6 +328,10 @@ class IntentConfig:
                 raise InvalidParameterError(
                     f"{name} must be >= 1, got {getattr(self, name)}"
                 )
+        if self.jepa_name_rounds < 0:
+            raise InvalidParameterError(
+                f"jepa_name_rounds must be >= 0, got {self.jepa_name_rounds}"
+            )
         if not 0.0 < self.planner_gamma <= 1.0:
             raise InvalidParameterError(
                 f"planner_gamma must be in (0, 1], got {self.planner_gamma}"
@@ -342,11 +353,6 @@ class IntentConfig:
                 "data_episodes_per_seed must be >= 8 (train, validation and test "
                 f"splits of four intents), got {self.data_episodes_per_seed}"
             )
-        if self.clone_episodes_per_seed < 5:
-            raise InvalidParameterError(
-                "clone_episodes_per_seed must be >= 5 (fit and test splits of four "
-                f"intents), got {self.clone_episodes_per_seed}"
-            )
 
 
 PROFILES = {
@@ -358,7 +364,6 @@ PROFILES = {
         train_rollout=64,
         train_chunks=2,
         data_episodes_per_seed=48,
-        clone_episodes_per_seed=16,
         classifier_updates=100,
         jepa_updates=100,
         bc_epochs=2,
@@ -450,9 +455,13 @@ def _splits(dataset, seed: int):
 
 
 def _positions_labels(dataset) -> tuple[np.ndarray, np.ndarray]:
-    """The prey's ``[M, T, 2]`` positions and ``[M]`` intents of every episode."""
+    """The prey's ``[M, T, 2]`` lead positions (:func:`lead_position`: its position
+    plus the step times its velocity, the first two numbers of its observation)
+    and ``[M]`` intents of every episode."""
+    _, params = intent_game()
     positions = dataset.episodes("pos")[:, :, -1, :]
-    return positions, dataset.episode_labels("intent")
+    velocities = dataset.episodes("obs.prey")[:, :, 0, :2]
+    return positions + float(params.dt) * velocities, dataset.episode_labels("intent")
 
 
 def _dataset(teams_folder: Path, episodes_per_seed: int, key: jax.Array) -> list:
@@ -489,12 +498,14 @@ def _seed_parts(dataset) -> list:
     return [dataset.select(np.flatnonzero(seeds == s)) for s in np.unique(seeds)]
 
 
-def _clone_arrays(dataset, K: int):
+def _clone_arrays(dataset, K: int, labels: np.ndarray | None = None):
     """The prey's observations without the intent ``[N, D]``, its actions ``[N]``
-    and the intent one-hots ``[N, K]`` of every step of ``dataset``."""
+    and the one-hots ``[N, K]`` of every step of ``dataset``: of the intents, or
+    of ``labels`` ``[M]`` (one per episode) if given."""
     obs = dataset.episodes("obs.prey")[:, :, 0, :]  # [M, T, D + K]
     actions = dataset.episodes("actions.prey")[:, :, 0]  # [M, T]
-    labels = dataset.episode_labels("intent")
+    if labels is None:
+        labels = dataset.episode_labels("intent")
     z = np.repeat(np.eye(K)[labels][:, None, :], dataset.horizon, 1)
     return (
         jnp.asarray(obs[..., :-K].reshape(-1, obs.shape[-1] - K)),
@@ -503,12 +514,34 @@ def _clone_arrays(dataset, K: int):
     )
 
 
-def _encoders(
-    config: IntentConfig, oracle_folder: Path, belief_folder: Path, folder: Path
-) -> dict:
+def _posterior_names(model, params, dataset, epsilon: float) -> np.ndarray:
+    """``[M]`` the argmax of the Bayes belief under ``model`` (``params`` one
+    seed's) after each whole episode of ``dataset``: the strategy the model reads
+    in the episode's moves."""
+    K = len(INTENT_CORNERS)
+    fn = lambda ob: model.log_probs(params, ob, K)  # noqa: E731
+    final = jax.jit(jax.vmap(lambda o, a: bayes_beliefs(fn, o, a, K, epsilon)[-1]))(
+        jnp.asarray(dataset.episodes("obs.prey")[:, :, 0, :]),
+        jnp.asarray(dataset.episodes("actions.prey")[:, :, 0]),
+    )
+    return np.asarray(jnp.argmax(final, -1))
+
+
+def _names_right(names: list, parts: list) -> float:
+    """The share of episodes whose name is their intent (a figure for the report;
+    the names never see the intents)."""
+    intents = [part.episode_labels("intent") for part in parts]
+    return float(np.mean(np.concatenate(names) == np.concatenate(intents)))
+
+
+def _encoders(config: IntentConfig, belief_folder: Path, folder: Path) -> dict:
+    """The encoders, their temperatures and the behaviour clones, all from one
+    dataset: episodes of the prey the planners face in the paired protocol (the
+    belief-condition prey of each seed) against its predators."""
     env, params = intent_game()
     key = jax.random.key(config.seed)
-    dataset = concatenate(_dataset(oracle_folder, config.data_episodes_per_seed, key))
+    parts = _dataset(belief_folder, config.data_episodes_per_seed, key)
+    dataset = concatenate(parts)
     save_dataset(folder / "dataset.npz", dataset)
     fit, validation, test = _splits(dataset, config.seed)
     K = len(INTENT_CORNERS)
@@ -545,7 +578,7 @@ def _encoders(
     )
 
     # (b) JEPA with an arrival readout; no intent labels anywhere: the temperature
-    # is fitted against the corner nearest each trajectory's observed arrival.
+    # is fitted against the corner nearest each held-out trajectory's arrival.
     j_config = jepa_config(config)
     j_data = make_jepa_data(
         positions,
@@ -568,26 +601,75 @@ def _encoders(
         metadata={"temperature": j_temperature},
     )
 
-    # The behaviour clone pi(a | s, z), z the intent one-hot, of the prey the
-    # planners face in the paired protocol (the belief-condition prey), from its
-    # own episodes against its predators.
-    # One clone per seed (each seed's prey is its own policy), trained together.
-    clone_parts = _dataset(
-        belief_folder, config.clone_episodes_per_seed, jax.random.fold_in(key, 1)
-    )
-    save_dataset(folder / "clone_dataset.npz", concatenate(clone_parts))
-    splits = [split(part, 0.2, config.seed, stratify="intent") for part in clone_parts]
-    fit_arrays = [_clone_arrays(fit_part, K) for fit_part, _ in splits]
+    # The behaviour clones pi(a | s, z), one per seed (each seed's prey is its own
+    # policy), on that seed's fit and validation episodes: with z the intent
+    # one-hot (the prey model of ``bc_belief_planner``), and with z the corner the
+    # JEPA names for the episode (its readout of the whole episode; no label),
+    # whose Bayes belief is the JEPA planner's. All trained in one vmapped call.
+    clone_fit = _seed_parts(concatenate([fit, validation]))
+    clone_test = _seed_parts(test)
+
+    def jepa_names(part):
+        part_positions, _ = _positions_labels(part)
+        whole = make_prefix_data(
+            part_positions,
+            np.zeros(len(part_positions), np.int32),
+            grid_size=config.grid_size,
+            prefix_lengths=(part.horizon,),
+            recent=config.encoder_recent,
+        )
+        readout = predict_arrival(j_config, j_params, whole.x)
+        return np.argmin(((readout[:, None, :] - corners[None]) ** 2).sum(-1), -1)
+
+    names = [jepa_names(part) for part in clone_fit]
+    fit_arrays = [_clone_arrays(part, K) for part in clone_fit] + [
+        _clone_arrays(part, K, labels)
+        for part, labels in zip(clone_fit, names, strict=True)
+    ]
     n = min(len(arrays[1]) for arrays in fit_arrays)
     stacked = [jnp.stack([arrays[i][:n] for arrays in fit_arrays]) for i in range(3)]
     b_config = bc_config(config)
-    b_params, b_metrics = jax.jit(jax.vmap(bc_lib.make_train(b_config)))(
-        jax.random.split(key_bc, len(clone_parts)), *stacked
+    both_params, both_metrics = jax.jit(jax.vmap(bc_lib.make_train(b_config)))(
+        jax.random.split(key_bc, len(fit_arrays)), *stacked
     )
-    write_msgpack(
-        folder / "bc.msgpack",
-        {"format": "mopa-intent-bc", "version": 1, "params": jax.device_get(b_params)},
+    S = len(clone_fit)
+    b_params = jax.tree.map(lambda x: x[:S], both_params)
+    j_clone = jax.tree.map(lambda x: x[S:], both_params)
+    train_clones = jax.jit(jax.vmap(bc_lib.make_train(b_config)))
+    obs_size = fit.episodes("obs.prey").shape[-1] - K
+    model = PreyModel(
+        bc_lib.bc_policy_spec(b_config, obs_size, K), config.greedy_prey_model
     )
+    j_loss = np.asarray(both_metrics.loss)[S:, -1].mean()
+    names_right = [_names_right(names, clone_fit)]
+    for r in range(config.jepa_name_rounds):
+        # Rename each episode by the clone's posterior after the whole episode,
+        # then refit: the clone's reading of the moves corrects the names of
+        # episodes whose arrival was not their corner.
+        names = [
+            _posterior_names(
+                model,
+                jax.tree.map(lambda x, s=s: x[s], j_clone),
+                part,
+                config.bayes_epsilon,
+            )
+            for s, part in enumerate(clone_fit)
+        ]
+        arrays = [
+            _clone_arrays(part, K, labels)
+            for part, labels in zip(clone_fit, names, strict=True)
+        ]
+        stacked = [jnp.stack([a[i][:n] for a in arrays]) for i in range(3)]
+        j_clone, clone_metrics = train_clones(
+            jax.random.split(jax.random.fold_in(key_bc, r + 1), S), *stacked
+        )
+        j_loss = np.asarray(clone_metrics.loss)[:, -1].mean()
+        names_right.append(_names_right(names, clone_fit))
+    for name, clone in (("bc", b_params), ("bc_jepa", j_clone)):
+        write_msgpack(
+            folder / f"{name}.msgpack",
+            {"format": "mopa-intent-bc", "version": 1, "params": jax.device_get(clone)},
+        )
     match = np.mean(
         [
             float(
@@ -597,7 +679,7 @@ def _encoders(
                     *_clone_arrays(test_part, K),
                 )
             )
-            for s, (_, test_part) in enumerate(splits)
+            for s, test_part in enumerate(clone_test)
         ]
     )
     return {
@@ -605,14 +687,16 @@ def _encoders(
             "fit": fit.num_episodes,
             "validation": validation.num_episodes,
             "test": test.num_episodes,
-            "clone_fit": sum(part.num_episodes for part, _ in splits),
-            "clone_test": sum(part.num_episodes for _, part in splits),
+            "clone_fit": sum(part.num_episodes for part in clone_fit),
+            "clone_test": test.num_episodes,
         },
         "classifier_temperature": float(c_temperature),
         "classifier_final_loss": float(np.asarray(c_metrics["loss"])[-1]),
         "jepa_temperature": float(j_temperature),
         "jepa_final_loss": float(np.asarray(j_metrics["loss"])[-1]),
-        "bc_final_loss": float(np.asarray(b_metrics.loss)[:, -1].mean()),
+        "bc_final_loss": float(np.asarray(both_metrics.loss)[:S, -1].mean()),
+        "bc_jepa_final_loss": float(j_loss),
+        "jepa_names_match_intent_by_round": names_right,
         "bc_test_action_match": float(match),
     }
 
@@ -678,11 +762,16 @@ def _world_models(config: IntentConfig, encoder_folder: Path, folder: Path) -> d
 def _load_encoders(folder: Path):
     c_config, c_params = load_encoder(folder / "classifier.msgpack")
     j_config, j_params = load_encoder(folder / "jepa.msgpack")
-    bc_params = jax.tree.map(
-        jnp.asarray,
-        read_msgpack(folder / "bc.msgpack", "mopa-intent-bc", noun="clone")["params"],
+    bc_params, bc_jepa_params = (
+        jax.tree.map(
+            jnp.asarray,
+            read_msgpack(folder / f"{name}.msgpack", "mopa-intent-bc", noun="clone")[
+                "params"
+            ],
+        )
+        for name in ("bc", "bc_jepa")
     )
-    return (c_config, c_params), (j_config, j_params), bc_params
+    return (c_config, c_params), (j_config, j_params), (bc_params, bc_jepa_params)
 
 
 # -- calibration -------------------------------------------------------------------
@@ -690,7 +779,7 @@ def _calibration(
     config: IntentConfig,
     encoders: dict,
     encoder_folder: Path,
-    oracle_folder: Path,
+    belief_folder: Path,
     folder: Path,
 ) -> dict:
     env, params = intent_game()
@@ -698,8 +787,8 @@ def _calibration(
     dataset = load_dataset(encoder_folder / "dataset.npz")
     _, _, test = _splits(dataset, config.seed)
     positions, labels = _positions_labels(test)
-    (c_config, c_params), (j_config, j_params), bc_params = _load_encoders(
-        encoder_folder
+    (c_config, c_params), (j_config, j_params), (bc_params, bc_jepa_params) = (
+        _load_encoders(encoder_folder)
     )
     corners = jnp.asarray(INTENT_CORNERS) * params.intent_corner
     sources = {
@@ -727,24 +816,17 @@ def _calibration(
         for name, (fn, t) in sources.items()
     }
     # Bayes: the belief at step t has seen the actions before t. From the prey's
-    # own policy (the online belief; the oracle-condition prey of each episode's
-    # seed, on the held-out episodes above), and from the behaviour clone (on the
-    # held-out episodes of the prey it clones).
-    prey_spec, prey_params = _teams(oracle_folder)["prey"]
-    clone_data = load_dataset(encoder_folder / "clone_dataset.npz")
-    clone_test = concatenate(
-        [
-            split(part, 0.2, config.seed, stratify="intent")[1]
-            for part in _seed_parts(clone_data)
-        ]
-    )
+    # own policy (the online belief: the belief-condition prey of each episode's
+    # seed), from its behaviour clone and from the clone of the JEPA's names, on
+    # the same held-out episodes.
+    prey_spec, prey_params = _teams(belief_folder)["prey"]
     obs_size = prey_spec.obs_size - K
     clone_spec = bc_lib.bc_policy_spec(bc_config(config), obs_size, K)
     greedy = config.greedy_prey_model
-    bayes_labels = {}
-    for name, data, model, stacked in (
-        ("bayes", test, PreyModel(prey_spec, greedy), prey_params),
-        ("bc_bayes", clone_test, PreyModel(clone_spec, greedy), bc_params),
+    for name, model, stacked in (
+        ("bayes", PreyModel(prey_spec, greedy), prey_params),
+        ("bc_bayes", PreyModel(clone_spec, greedy), bc_params),
+        ("jepa_bayes", PreyModel(clone_spec, greedy), bc_jepa_params),
     ):
 
         def after(o, a, s, model=model, stacked=stacked):
@@ -753,19 +835,15 @@ def _calibration(
             return bayes_beliefs(fn, o, a, K, config.bayes_epsilon)
 
         updated = jax.jit(jax.vmap(after))(
-            jnp.asarray(data.episodes("obs.prey")[:, :, 0, :]),
-            jnp.asarray(data.episodes("actions.prey")[:, :, 0]),
-            jnp.asarray(data.episode_labels("seed_index")),
+            jnp.asarray(test.episodes("obs.prey")[:, :, 0, :]),
+            jnp.asarray(test.episodes("actions.prey")[:, :, 0]),
+            jnp.asarray(test.episode_labels("seed_index")),
         )
         uniform = jnp.full((updated.shape[0], 1, K), 1.0 / K)
         beliefs[name] = jnp.concatenate([uniform, updated[:, :-1]], 1)
-        bayes_labels[name] = data.episode_labels("intent")
-    out: dict[str, Any] = {
-        "num_episodes": int(len(labels)),
-        "num_episodes_bc_bayes": int(len(bayes_labels["bc_bayes"])),
-    }
+    out: dict[str, Any] = {"num_episodes": int(len(labels))}
+    labels = jnp.asarray(labels)
     for name, belief in beliefs.items():
-        labels = jnp.asarray(bayes_labels.get(name, test.episode_labels("intent")))
         diagram = reliability_diagram(
             belief.reshape(-1, K),
             jnp.repeat(labels, belief.shape[1]),
@@ -876,8 +954,8 @@ def build_entries(
     """
     env, params = intent_game()
     K = env.num_intents
-    (c_config, c_params), (j_config, j_params), bc_params = _load_encoders(
-        encoder_folder
+    (c_config, c_params), (j_config, j_params), (bc_params, bc_jepa_params) = (
+        _load_encoders(encoder_folder)
     )
     encoders = json.loads((encoder_folder / "stage.json").read_text())["result"]
     b_config = bc_config(config)
@@ -918,6 +996,14 @@ def build_entries(
         belief_spec,
         sources=("bayes",),
         planner=_planner(config, env, belief_spec, clone_spec, clone=True),
+        prey_model=PreyModel(clone_spec, greedy),
+        **common,
+    )
+    jepa_planner = IntentPredator(
+        env,
+        belief_spec,
+        sources=("bayes",),
+        planner=_planner(config, env, belief_spec, prey_spec),
         prey_model=PreyModel(clone_spec, greedy),
         **common,
     )
@@ -998,8 +1084,14 @@ def build_entries(
             entry_params(belief_params, "flat", **planning),
         ),
         "jepa_belief_planner": (
-            true_planner,
-            entry_params(belief_params, "jepa", **planning),
+            jepa_planner,
+            entry_params(
+                belief_params,
+                "bayes",
+                "belief",
+                bc_jepa_params,
+                planner_opponent=prey_belief,
+            ),
         ),
         "supervised_belief_planner": (
             true_planner,
@@ -1214,7 +1306,6 @@ def run_intent(config: IntentConfig, seeds: int | None, progress, stages) -> dic
         teams[condition] = _teams(stages.folder(name))
     stage_config = dataclasses.asdict(config)
     encoder_config = {
-        "train": train_configs["oracle"],
         "train_belief": train_configs["belief"],
         "config": stage_config,
     }
@@ -1222,15 +1313,13 @@ def run_intent(config: IntentConfig, seeds: int | None, progress, stages) -> dic
     encoders = stages.run(
         "encoders",
         encoder_config,
-        lambda folder: _encoders(
-            config, stages.folder("train_oracle"), stages.folder("train_belief"), folder
-        ),
+        lambda folder: _encoders(config, stages.folder("train_belief"), folder),
     )
     calibration = stages.run(
         "calibration",
         {"encoders": encoder_config, "encoder_result": encoders},
         lambda folder: _calibration(
-            config, encoders, encoder_folder, stages.folder("train_oracle"), folder
+            config, encoders, encoder_folder, stages.folder("train_belief"), folder
         ),
     )
     wm_folder = stages.folder("world_models")

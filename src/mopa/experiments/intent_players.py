@@ -254,7 +254,9 @@ class IntentPredator:
         P, K = self.env.num_predators, self.num_intents
         uniform = jnp.full((K,), 1.0 / K)
         prefix = update_prefix_belief(
-            carry.prefix, state.pos[P], lambda prefix, length: jnp.zeros((K,))
+            carry.prefix,
+            lead_position(state, params.env_params, P),
+            lambda prefix, length: jnp.zeros((K,)),
         )
         bayes = carry.bayes
         beliefs = []
@@ -357,6 +359,15 @@ class IntentPredator:
             planner_params, key, imagined, obs, no_carry, no_reset
         )
         return actions
+
+
+def lead_position(state: Any, env_params: Any, index: int) -> jax.Array:
+    """``[2]`` where agent ``index`` will be at the next step, already fixed by the
+    state: MPE's step moves a body with its current velocity (the action changes
+    only the new velocity), so a move shows in the velocity a step before it shows
+    in the position. The prefix beliefs read these positions, which puts them on
+    the same footing as the Bayes belief (it reads the move from the velocity)."""
+    return state.pos[index] + env_params.dt * state.vel[index]
 
 
 def prefix_features(
