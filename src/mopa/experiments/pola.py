@@ -13,13 +13,17 @@ published none (LOLA with an MLP at cf <= 1.25, and pre-conditioned LOLA, which
 from __future__ import annotations
 
 import dataclasses
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from mopa.algos.pola.exact import ExactConfig, p_tft
-from mopa.algos.pola.sampled import SampledConfig, make_train
+from mopa.algos.pola.sampled import Metrics, SampledConfig, make_train_segments
 from mopa.errors import InvalidParameterError, UnknownNameError
 from mopa.experiments.registry import register_experiment
 
@@ -280,84 +284,154 @@ class SampledExperimentConfig:
             raise InvalidParameterError(f"num_seeds must be >= 1, got {self.num_seeds}")
 
 
-def _mean_ci(values: np.ndarray) -> tuple[float, float]:
-    """Mean and 95% half-width ``1.96 std / sqrt(n)`` over the leading axis."""
+def _ci_half_width(values: np.ndarray) -> np.ndarray:
+    """Half-width of the 95% Student-t interval of the mean over the leading (seed)
+    axis, ``t_{0.975, n-1} std / sqrt(n)`` with the sample std (0 for one seed)."""
+    from scipy import stats
+
     values = np.asarray(values, np.float64)
-    half = 1.96 * values.std(0) / np.sqrt(len(values)) if len(values) > 1 else 0.0
-    return float(values.mean()), float(np.mean(half))
+    n = len(values)
+    if n < 2:
+        return np.zeros(values.shape[1:])
+    return stats.t.ppf(0.975, n - 1) * values.std(0, ddof=1) / np.sqrt(n)
+
+
+def _mean_ci(values: np.ndarray) -> tuple[float, float]:
+    """Mean and 95% half-width (:func:`_ci_half_width`) over ``[n]`` seeds."""
+    return float(np.mean(values)), float(_ci_half_width(values))
+
+
+def chunk_length(num_updates: int, num_chunks: int = 10) -> int:
+    """The largest divisor of ``num_updates`` that is at most
+    ``num_updates / num_chunks`` (at least 1): updates per compiled chunk, so that
+    one program covers the run and progress is reported about ``num_chunks``
+    times."""
+    target = max(1, num_updates // num_chunks)
+    return max(d for d in range(1, target + 1) if num_updates % d == 0)
+
+
+class SeedRun(NamedTuple):
+    """Several seeds of one method trained together."""
+
+    metrics: Metrics  # leaves [S, n_update, ...]
+    compile_s: float  # wall seconds compiling the chunk program
+    wall_s: float  # wall seconds training all seeds (compilation excluded)
+    cpu_s: float  # process CPU seconds (user + system) for the same
+
+
+def train_seeds(
+    config: SampledConfig,
+    keys: jax.Array,
+    on_chunk: Callable[[int, Metrics], None] | None = None,
+) -> SeedRun:
+    """Train one run per key, all seeds vmapped in one compiled program that
+    covers :func:`chunk_length` updates and is called until the run is done.
+
+    Seed ``s`` follows ``make_train(config)(keys[s])`` (same keys, same updates).
+
+    Args:
+        config: the run.
+        keys: ``[S]`` PRNG keys, one per seed.
+        on_chunk: called after each chunk with the number of updates done and
+            that chunk's metrics (leaves ``[S, K, ...]``).
+    """
+    start, run = make_train_segments(config)
+    agents, update_keys = jax.jit(jax.vmap(start))(keys)  # keys [S, n_update]
+    length = chunk_length(config.n_update)
+    time_0 = time.perf_counter()
+    run_chunk = jax.jit(jax.vmap(run)).lower(agents, update_keys[:, :length]).compile()
+    compile_s = time.perf_counter() - time_0
+    cpu_0, wall_0 = time.process_time(), time.perf_counter()
+    chunks = []
+    for done in range(length, config.n_update + 1, length):
+        agents, metrics = run_chunk(agents, update_keys[:, done - length : done])
+        chunks.append(jax.tree.map(np.asarray, metrics))
+        if on_chunk is not None:
+            on_chunk(done, chunks[-1])
+    metrics = jax.tree.map(lambda *xs: np.concatenate(xs, 1), *chunks)
+    return SeedRun(
+        metrics,
+        compile_s,
+        time.perf_counter() - wall_0,
+        time.process_time() - cpu_0,
+    )
 
 
 def run_sampled(
     config: SampledExperimentConfig, seeds: int | None, progress, stages=None
 ) -> dict:
-    """Train each method for each seed (one compiled run per seed; compilation is
-    timed apart) and summarise the
-    last update's evaluation: ``{METHOD: {"vs_each_other", "vs_alld",
-    "own_coin_proportion", "ci95", "curves", ...}}``."""
-    import time
-
+    """Train each method's seeds together (:func:`train_seeds`; compilation timed
+    apart) and summarise the last update's evaluation: ``{METHOD:
+    {"vs_each_other", "vs_alld", "own_coin_proportion", "ci95", "per_seed",
+    "curves", ...}}``."""
     num_seeds = config.num_seeds if seeds is None else seeds
     results: dict = {}
     for m, method in enumerate(config.methods):
         cfg = getattr(config, method)
-        start = time.perf_counter()
-        train = jax.jit(make_train(cfg)).lower(jax.random.key(0)).compile()
-        compile_s = time.perf_counter() - start
-        runs, walls = [], []
-        for s in range(num_seeds):
-            key = jax.random.fold_in(jax.random.key(config.seed), 1000 * m + s)
-            start = time.perf_counter()
-            metrics = jax.block_until_ready(train(key))
-            walls.append(time.perf_counter() - start)
-            runs.append(jax.tree.map(np.asarray, metrics))
-            last = runs[-1]
-            progress(
-                f"{method} seed {s}: {walls[-1]:.0f}s, vs each other "
-                f"{last.vs_each_other[-1].mean():.3f}, vs ALLD "
-                f"{last.vs_alld[-1].mean():.3f}"
-                + (f", own coin {last.own_coin[-1]:.3f}" if cfg.env == "coin" else "")
+        keys = jnp.stack(
+            [
+                jax.random.fold_in(jax.random.key(config.seed), 1000 * m + s)
+                for s in range(num_seeds)
+            ]
+        )
+
+        def report(done: int, chunk: Metrics, method=method, cfg=cfg) -> None:
+            line = (
+                f"{method} outer steps {done * cfg.outer_steps}: vs each other "
+                + " ".join(f"{v:.3f}" for v in chunk.vs_each_other[:, -1].mean(-1))
+                + ", vs ALLD "
+                + " ".join(f"{v:.3f}" for v in chunk.vs_alld[:, -1].mean(-1))
             )
-        stack = jax.tree.map(lambda *xs: np.stack(xs), *runs)  # [S, U, ...]
-        each, each_ci = _mean_ci(stack.vs_each_other[:, -1].mean(-1))
-        alld, alld_ci = _mean_ci(stack.vs_alld[:, -1].mean(-1))
-        entry = {
-            "vs_each_other": each,
-            "vs_alld": alld,
-            "own_coin_proportion": None,
-            "ci95": {"vs_each_other": each_ci, "vs_alld": alld_ci},
+            if cfg.env == "coin":
+                line += ", own coin " + " ".join(
+                    f"{v:.3f}" for v in chunk.own_coin[:, -1]
+                )
+            progress(line)
+
+        trained = train_seeds(cfg, keys, report)
+        stack = trained.metrics  # [S, U, ...]
+        final = {
+            name: getattr(stack, name)[:, -1].mean(-1)
+            for name in ("vs_each_other", "vs_alld", "vs_allc", "vs_tft")
         }
+        entry: dict = {"own_coin_proportion": None, "ci95": {}}
+        for name, values in final.items():
+            entry[name], entry["ci95"][name] = _mean_ci(values)
+        entry["per_seed"] = {name: values.tolist() for name, values in final.items()}
         if cfg.env == "coin":
-            own, own_ci = _mean_ci(stack.own_coin[:, -1])
-            entry["own_coin_proportion"] = own
-            entry["ci95"]["own_coin_proportion"] = own_ci
-        for name in ("vs_allc", "vs_tft"):
-            entry[name], entry["ci95"][name] = _mean_ci(
-                getattr(stack, name)[:, -1].mean(-1)
+            own = stack.own_coin[:, -1]
+            entry["own_coin_proportion"], entry["ci95"]["own_coin_proportion"] = (
+                _mean_ci(own)
             )
+            entry["per_seed"]["own_coin_proportion"] = own.tolist()
         outer = np.arange(1, cfg.n_update + 1) * cfg.outer_steps
         entry["curves"] = {
             "outer_steps": outer.tolist(),
             "vs_each_other": stack.vs_each_other.mean(-1).mean(0).tolist(),
-            "vs_each_other_ci95": (
-                1.96 * stack.vs_each_other.mean(-1).std(0) / np.sqrt(num_seeds)
-            ).tolist(),
+            "vs_each_other_ci95": _ci_half_width(stack.vs_each_other.mean(-1)).tolist(),
             "vs_alld": stack.vs_alld.mean(-1).mean(0).tolist(),
-            "vs_alld_ci95": (
-                1.96 * stack.vs_alld.mean(-1).std(0) / np.sqrt(num_seeds)
-            ).tolist(),
+            "vs_alld_ci95": _ci_half_width(stack.vs_alld.mean(-1)).tolist(),
             "own_coin": stack.own_coin.mean(0).tolist(),
         }
         paper = PAPER_SAMPLED[cfg.env][method]
-        entry["wall_s_per_seed"] = walls
-        entry["compile_s"] = compile_s
-        entry["s_per_outer_step"] = float(
-            np.median(walls) / (cfg.n_update * cfg.outer_steps)
+        entry["compile_s"] = trained.compile_s
+        entry["wall_s"] = trained.wall_s
+        entry["cpu_s"] = trained.cpu_s
+        entry["cpu_s_per_outer_step_per_seed"] = trained.cpu_s / (
+            num_seeds * cfg.n_update * cfg.outer_steps
         )
         entry["env_steps_per_run"] = env_steps(cfg)
         entry["paper_env_steps_per_run"] = env_steps(paper)
         entry["reduction_vs_paper"] = env_steps(paper) / env_steps(cfg)
         entry["num_seeds"] = num_seeds
         results[method] = entry
+        progress(
+            f"{method}: {num_seeds} seeds in {trained.wall_s:.0f} s wall, "
+            f"{trained.cpu_s:.0f} s CPU (+ {trained.compile_s:.0f} s compiling); "
+            f"vs each other {entry['vs_each_other']:.3f} +/- "
+            f"{entry['ci95']['vs_each_other']:.3f}, vs ALLD {entry['vs_alld']:.3f} "
+            f"+/- {entry['ci95']['vs_alld']:.3f}"
+        )
     return results
 
 
@@ -402,8 +476,8 @@ def _cpu(paper: SampledConfig, **changes) -> SampledConfig:
 CPU_SAMPLED = {
     "ipd": {
         "lola_dice": _cpu(
-            PAPER_SAMPLED["ipd"]["lola_dice"], n_update=150, lr_out=0.03,
-            batch_size=200, hidden_size=16,
+            PAPER_SAMPLED["ipd"]["lola_dice"], n_update=1000, lr_out=0.03,
+            lr_v=0.01, batch_size=200, hidden_size=16,
         ),
         "pola_dice": _cpu(
             PAPER_SAMPLED["ipd"]["pola_dice"], n_update=100, outer_steps=10,
@@ -438,8 +512,10 @@ batches instead of 200; each result records ``reduction_vs_paper`` in environmen
 steps. On the IPD, POLA's lookahead step is 10x the paper's (``lr_in`` 0.05,
 LOLA-DiCE's) and the critics' step size 20x (``lr_v``, ``om_lr_v`` 0.01): at 0.0005
 a critic cannot reach the game's discounted values (about 3-7) within the preset's
-1,000 outer steps, which leaves the DiCE estimates without a baseline. The
-LOLA-DiCE and Coin Game presets keep the paper's critic step size."""
+1,000 outer steps, which leaves the DiCE estimates without a baseline. LOLA-DiCE
+on the IPD runs as many outer steps (1,000) with the same critic step size, for a
+like-for-like comparison. The Coin Game presets keep the paper's critic step
+size."""
 
 
 def _tiny(config: SampledConfig) -> SampledConfig:
@@ -459,7 +535,7 @@ for _env, _name in (("ipd", "pola-ipd"), ("coin", "pola-coin")):
             "paper": SampledExperimentConfig(env=_env, **PAPER_SAMPLED[_env]),
             "cpu": SampledExperimentConfig(
                 env=_env,
-                num_seeds=2,
+                num_seeds=3,
                 methods=("pola_dice", "pola_om", "lola_dice"),
                 **CPU_SAMPLED[_env],
             ),

@@ -614,17 +614,35 @@ def jitted_update(
     return learner.update(agents, key)
 
 
+def make_train_segments(config: SampledConfig) -> tuple[Callable, Callable]:
+    """:func:`make_train` cut so that a host loop can report between chunks.
+
+    Returns:
+        ``start(key) -> (agents, update_keys [n_update])``, the run's initial state,
+        and ``run(agents, update_keys [K]) -> (agents, Metrics)`` with leaves
+        ``[K, ...]``: ``K`` updates. Running ``start`` and then ``run`` over
+        consecutive slices of the update keys is :func:`make_train`'s run.
+    """
+    learner = Learner(config)
+
+    def start(key: jax.Array) -> tuple[tuple[AgentState, AgentState], jax.Array]:
+        key_init, key_run = jax.random.split(key)
+        return learner.init(key_init), jax.random.split(key_run, config.n_update)
+
+    def run(
+        agents: tuple[AgentState, AgentState], keys: jax.Array
+    ) -> tuple[tuple[AgentState, AgentState], Metrics]:
+        return jax.lax.scan(learner.update, agents, keys)
+
+    return start, run
+
+
 def make_train(config: SampledConfig):
     """``train(key) -> Metrics`` with leaves ``[n_update, ...]``: a whole run, pure
     and jittable; vmap it over keys for seeds."""
-    learner = Learner(config)
+    start, run = make_train_segments(config)
 
     def train(key: jax.Array) -> Metrics:
-        key_init, key_run = jax.random.split(key)
-        agents = learner.init(key_init)
-        _, metrics = jax.lax.scan(
-            learner.update, agents, jax.random.split(key_run, config.n_update)
-        )
-        return metrics
+        return run(*start(key))[1]
 
     return train
