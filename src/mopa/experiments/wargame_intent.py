@@ -1306,6 +1306,15 @@ LABELS = {
 }
 
 
+def _by_type_header(labels: dict, names) -> tuple[str, str]:
+    """The header and rule of a markdown table with a row per Red type and a
+    column per entry of ``names`` (its label up to the parenthesis)."""
+    return (
+        "| Red type | " + " | ".join(labels[n].split(" (")[0] for n in names) + " |",
+        "| --- |" + " --- |" * len(names),
+    )
+
+
 def _rate(summary: dict) -> str:
     lo, hi = summary["win_rate_ci95"]
     return f"{summary['win_rate']:.3f} [{lo:.3f}, {hi:.3f}]"
@@ -1385,10 +1394,7 @@ def _planning_markdown(results: dict) -> list[str]:
         "",
         f"**{plan_verdict(results)}**",
         "",
-        "| Red type | "
-        + " | ".join(PLAN_LABELS[n].split(" (")[0] for n in PLANNERS)
-        + " |",
-        "| --- |" + " --- |" * len(PLANNERS),
+        *_by_type_header(PLAN_LABELS, PLANNERS),
     ]
     for red in results["family"]:
         cells = [
@@ -1458,10 +1464,7 @@ def wargame_markdown(results: dict) -> str:
         "(Blue's training objective: 5 x damage dealt - 5 x damage received, "
         "+-10 for a win or a loss, -0.01 a step).",
         "",
-        "| Red type | "
-        + " | ".join(LABELS[n].split(" (")[0] for n in CONDITIONS)
-        + " |",
-        "| --- |" + " --- |" * len(CONDITIONS),
+        *_by_type_header(LABELS, CONDITIONS),
     ]
     for red in results["family"]:
         cells = []
