@@ -538,7 +538,7 @@ def _encoders(config: IntentConfig, belief_folder: Path, folder: Path) -> dict:
     """The encoders, their temperatures and the behaviour clones, all from one
     dataset: episodes of the prey the planners face in the paired protocol (the
     belief-condition prey of each seed) against its predators."""
-    env, params = intent_game()
+    _, params = intent_game()
     key = jax.random.key(config.seed)
     parts = _dataset(belief_folder, config.data_episodes_per_seed, key)
     dataset = concatenate(parts)
@@ -782,7 +782,7 @@ def _calibration(
     belief_folder: Path,
     folder: Path,
 ) -> dict:
-    env, params = intent_game()
+    _, params = intent_game()
     K = len(INTENT_CORNERS)
     dataset = load_dataset(encoder_folder / "dataset.npz")
     _, _, test = _splits(dataset, config.seed)
