@@ -1,6 +1,8 @@
 """The sampled POLA experiments (``pola-ipd``, ``pola-coin``): seeds trained
 together, vmapped, give each seed's own run; the results carry every seed."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -15,6 +17,7 @@ from mopa.experiments.pola import (
     run_sampled,
     train_seeds,
 )
+from mopa.experiments.stages import Stages
 
 
 @pytest.mark.parametrize(
@@ -73,11 +76,46 @@ def test_run_sampled_reports_every_seed_and_its_interval():
     assert 0.0 <= entry["own_coin_proportion"] <= 1.0
     assert len(entry["curves"]["vs_each_other"]) == config.pola_dice.n_update
     assert entry["cpu_s_per_outer_step_per_seed"] > 0
-    # one progress line per chunk (2 updates of 1) and a summary
-    assert len(lines) == 3 and lines[-1].startswith("pola_dice: 3 seeds")
+    # the stage starts, one progress line per chunk (2 updates of 1), a summary,
+    # the stage ends
+    assert lines[0] == "[train_pola_dice] running"
+    assert len(lines) == 5 and lines[-2].startswith("pola_dice: 3 seeds")
+    assert lines[-1].startswith("[train_pola_dice] done in")
     # seed s of the experiment is make_train on its own key
     key = jax.random.fold_in(jax.random.key(config.seed), 2)
     single = jax.jit(make_train(config.pola_dice))(key)
     np.testing.assert_allclose(
         jnp.mean(single.vs_alld[-1]), entry["per_seed"]["vs_alld"][2], atol=1e-5
     )
+
+
+def test_a_rerun_reuses_the_methods_whose_config_did_not_change(tmp_path):
+    tiny = {m: _tiny(c) for m, c in CPU_SAMPLED["ipd"].items()}
+    config = SampledExperimentConfig(
+        env="ipd", methods=("pola_dice", "lola_dice"), num_seeds=2, **tiny
+    )
+    first = run_sampled(config, None, lambda line: None, Stages(tmp_path))
+    lines = []
+    again = run_sampled(config, None, lines.append, Stages(tmp_path, lines.append))
+    assert again == first
+    assert lines == [
+        "[train_pola_dice] reused (finished earlier with this config)",
+        "[train_lola_dice] reused (finished earlier with this config)",
+    ]
+    # a new LOLA-DiCE setting retrains LOLA-DiCE only, with its own numbers
+    changed = SampledExperimentConfig(
+        env="ipd",
+        methods=("pola_dice", "lola_dice"),
+        num_seeds=2,
+        **{**tiny, "lola_dice": dataclasses.replace(tiny["lola_dice"], lr_out=0.3)},
+    )
+    lines.clear()
+    third = run_sampled(changed, None, lines.append, Stages(tmp_path, lines.append))
+    assert third["pola_dice"] == first["pola_dice"]
+    assert third["lola_dice"]["per_seed"] != first["lola_dice"]["per_seed"]
+    assert lines[0].startswith("[train_pola_dice] reused")
+    assert "[train_lola_dice] running" in lines
+    # seed count is part of a stage's config: 3 seeds is a new run
+    lines.clear()
+    run_sampled(changed, 3, lines.append, Stages(tmp_path, lines.append))
+    assert not any("reused" in line for line in lines)

@@ -26,6 +26,7 @@ from mopa.algos.pola.exact import ExactConfig, p_tft
 from mopa.algos.pola.sampled import Metrics, SampledConfig, make_train_segments
 from mopa.errors import InvalidParameterError, UnknownNameError
 from mopa.experiments.registry import register_experiment
+from mopa.experiments.stages import Stages
 
 CONTRIB_FACTORS = (1.1, 1.25, 1.33, 1.4, 1.6)
 
@@ -357,80 +358,97 @@ def train_seeds(
     )
 
 
+def _train_method(
+    method: str, cfg: SampledConfig, seed: int, offsets: list[int], progress
+) -> dict:
+    """Train one method's seeds (keys ``fold_in(key(seed), offset)``) together and
+    summarise the last update's evaluation with 95% intervals over seeds."""
+    num_seeds = len(offsets)
+    keys = jnp.stack([jax.random.fold_in(jax.random.key(seed), o) for o in offsets])
+
+    def report(done: int, chunk: Metrics) -> None:
+        line = (
+            f"{method} outer steps {done * cfg.outer_steps}: vs each other "
+            + " ".join(f"{v:.3f}" for v in chunk.vs_each_other[:, -1].mean(-1))
+            + ", vs ALLD "
+            + " ".join(f"{v:.3f}" for v in chunk.vs_alld[:, -1].mean(-1))
+        )
+        if cfg.env == "coin":
+            line += ", own coin " + " ".join(f"{v:.3f}" for v in chunk.own_coin[:, -1])
+        progress(line)
+
+    trained = train_seeds(cfg, keys, report)
+    stack = trained.metrics  # [S, U, ...]
+    final = {
+        name: getattr(stack, name)[:, -1].mean(-1)
+        for name in ("vs_each_other", "vs_alld", "vs_allc", "vs_tft")
+    }
+    entry: dict = {"own_coin_proportion": None, "ci95": {}}
+    for name, values in final.items():
+        entry[name], entry["ci95"][name] = _mean_ci(values)
+    entry["per_seed"] = {name: values.tolist() for name, values in final.items()}
+    if cfg.env == "coin":
+        own = stack.own_coin[:, -1]
+        entry["own_coin_proportion"], entry["ci95"]["own_coin_proportion"] = _mean_ci(
+            own
+        )
+        entry["per_seed"]["own_coin_proportion"] = own.tolist()
+    outer = np.arange(1, cfg.n_update + 1) * cfg.outer_steps
+    entry["curves"] = {
+        "outer_steps": outer.tolist(),
+        "vs_each_other": stack.vs_each_other.mean(-1).mean(0).tolist(),
+        "vs_each_other_ci95": _ci_half_width(stack.vs_each_other.mean(-1)).tolist(),
+        "vs_alld": stack.vs_alld.mean(-1).mean(0).tolist(),
+        "vs_alld_ci95": _ci_half_width(stack.vs_alld.mean(-1)).tolist(),
+        "own_coin": stack.own_coin.mean(0).tolist(),
+    }
+    paper = PAPER_SAMPLED[cfg.env][method]
+    entry["compile_s"] = trained.compile_s
+    entry["wall_s"] = trained.wall_s
+    entry["cpu_s"] = trained.cpu_s
+    entry["cpu_s_per_outer_step_per_seed"] = trained.cpu_s / (
+        num_seeds * cfg.n_update * cfg.outer_steps
+    )
+    entry["env_steps_per_run"] = env_steps(cfg)
+    entry["paper_env_steps_per_run"] = env_steps(paper)
+    entry["reduction_vs_paper"] = env_steps(paper) / env_steps(cfg)
+    entry["num_seeds"] = num_seeds
+    progress(
+        f"{method}: {num_seeds} seeds in {trained.wall_s:.0f} s wall, "
+        f"{trained.cpu_s:.0f} s CPU (+ {trained.compile_s:.0f} s compiling); "
+        f"vs each other {entry['vs_each_other']:.3f} +/- "
+        f"{entry['ci95']['vs_each_other']:.3f}, vs ALLD {entry['vs_alld']:.3f} "
+        f"+/- {entry['ci95']['vs_alld']:.3f}"
+    )
+    return entry
+
+
 def run_sampled(
     config: SampledExperimentConfig, seeds: int | None, progress, stages=None
 ) -> dict:
     """Train each method's seeds together (:func:`train_seeds`; compilation timed
     apart) and summarise the last update's evaluation: ``{METHOD:
     {"vs_each_other", "vs_alld", "own_coin_proportion", "ci95", "per_seed",
-    "curves", ...}}``."""
+    "curves", ...}}``. Each method is a stage (``train_METHOD``): rerunning with
+    the same method config, base seed and seed count reuses its result."""
     num_seeds = config.num_seeds if seeds is None else seeds
+    stages = stages if stages is not None else Stages(None, progress)
     results: dict = {}
     for m, method in enumerate(config.methods):
         cfg = getattr(config, method)
-        keys = jnp.stack(
-            [
-                jax.random.fold_in(jax.random.key(config.seed), 1000 * m + s)
-                for s in range(num_seeds)
-            ]
-        )
-
-        def report(done: int, chunk: Metrics, method=method, cfg=cfg) -> None:
-            line = (
-                f"{method} outer steps {done * cfg.outer_steps}: vs each other "
-                + " ".join(f"{v:.3f}" for v in chunk.vs_each_other[:, -1].mean(-1))
-                + ", vs ALLD "
-                + " ".join(f"{v:.3f}" for v in chunk.vs_alld[:, -1].mean(-1))
-            )
-            if cfg.env == "coin":
-                line += ", own coin " + " ".join(
-                    f"{v:.3f}" for v in chunk.own_coin[:, -1]
-                )
-            progress(line)
-
-        trained = train_seeds(cfg, keys, report)
-        stack = trained.metrics  # [S, U, ...]
-        final = {
-            name: getattr(stack, name)[:, -1].mean(-1)
-            for name in ("vs_each_other", "vs_alld", "vs_allc", "vs_tft")
+        offsets = [1000 * m + s for s in range(num_seeds)]
+        described = {
+            "method": method,
+            "config": dataclasses.asdict(cfg),
+            "seed": config.seed,
+            "key_offsets": offsets,
         }
-        entry: dict = {"own_coin_proportion": None, "ci95": {}}
-        for name, values in final.items():
-            entry[name], entry["ci95"][name] = _mean_ci(values)
-        entry["per_seed"] = {name: values.tolist() for name, values in final.items()}
-        if cfg.env == "coin":
-            own = stack.own_coin[:, -1]
-            entry["own_coin_proportion"], entry["ci95"]["own_coin_proportion"] = (
-                _mean_ci(own)
-            )
-            entry["per_seed"]["own_coin_proportion"] = own.tolist()
-        outer = np.arange(1, cfg.n_update + 1) * cfg.outer_steps
-        entry["curves"] = {
-            "outer_steps": outer.tolist(),
-            "vs_each_other": stack.vs_each_other.mean(-1).mean(0).tolist(),
-            "vs_each_other_ci95": _ci_half_width(stack.vs_each_other.mean(-1)).tolist(),
-            "vs_alld": stack.vs_alld.mean(-1).mean(0).tolist(),
-            "vs_alld_ci95": _ci_half_width(stack.vs_alld.mean(-1)).tolist(),
-            "own_coin": stack.own_coin.mean(0).tolist(),
-        }
-        paper = PAPER_SAMPLED[cfg.env][method]
-        entry["compile_s"] = trained.compile_s
-        entry["wall_s"] = trained.wall_s
-        entry["cpu_s"] = trained.cpu_s
-        entry["cpu_s_per_outer_step_per_seed"] = trained.cpu_s / (
-            num_seeds * cfg.n_update * cfg.outer_steps
-        )
-        entry["env_steps_per_run"] = env_steps(cfg)
-        entry["paper_env_steps_per_run"] = env_steps(paper)
-        entry["reduction_vs_paper"] = env_steps(paper) / env_steps(cfg)
-        entry["num_seeds"] = num_seeds
-        results[method] = entry
-        progress(
-            f"{method}: {num_seeds} seeds in {trained.wall_s:.0f} s wall, "
-            f"{trained.cpu_s:.0f} s CPU (+ {trained.compile_s:.0f} s compiling); "
-            f"vs each other {entry['vs_each_other']:.3f} +/- "
-            f"{entry['ci95']['vs_each_other']:.3f}, vs ALLD {entry['vs_alld']:.3f} "
-            f"+/- {entry['ci95']['vs_alld']:.3f}"
+        results[method] = stages.run(
+            f"train_{method}",
+            described,
+            lambda folder, method=method, cfg=cfg, offsets=offsets: _train_method(
+                method, cfg, config.seed, offsets, progress
+            ),
         )
     return results
 
@@ -486,7 +504,7 @@ CPU_SAMPLED = {
         "pola_om": _cpu(
             PAPER_SAMPLED["ipd"]["pola_om"], n_update=100, outer_steps=10,
             lr_in=0.05, lr_out=0.03, lr_v=0.01, batch_size=200, hidden_size=16,
-            opp_model_data_batches=50, om_lr_p=0.02, om_lr_v=0.01,
+            opp_model_data_batches=100, om_lr_p=0.02, om_lr_v=0.01,
         ),
     },
     "coin": {
@@ -507,7 +525,7 @@ CPU_SAMPLED = {
 }  # fmt: skip
 """CPU presets: far fewer outer steps per update (10 vs 200) with a 10x larger
 outer step size, smaller batches (200 / 100 vs 2000 / 1000), 16 GRU units instead
-of 64, fewer updates, and (POLA-OM) 50 (IPD) or 10 (Coin Game) opponent-model data
+of 64, fewer updates, and (POLA-OM) 100 (IPD) or 10 (Coin Game) opponent-model data
 batches instead of 200; each result records ``reduction_vs_paper`` in environment
 steps. On the IPD, POLA's lookahead step is 10x the paper's (``lr_in`` 0.05,
 LOLA-DiCE's) and the critics' step size 20x (``lr_v``, ``om_lr_v`` 0.01): at 0.0005
