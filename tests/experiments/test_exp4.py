@@ -4,10 +4,11 @@ schema and stage reuse (the quick budget learns nothing, so no numbers)."""
 import json
 import shutil
 
+import numpy as np
 import pytest
 
 from mopa.experiments import run_experiment
-from mopa.experiments.exp4 import Exp4Config
+from mopa.experiments.exp4 import Exp4Config, _subsampled_probe
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +27,9 @@ def test_quick_run_writes_files_and_schema(quick_run):
     # The random placement flips a fair coin per episode: both layouts occur.
     assert 0.0 < results["placement_share_corners"] < 1.0
     assert results["num_episodes"] == 40
+    by_size = results["probe_raw_by_episodes"]
+    assert list(by_size) == ["20"] and by_size["20"]["repeats"] == 3
+    assert 0.0 <= by_size["20"]["p05"] <= by_size["20"]["mean"] <= 1.0
     assert "raw-trajectory placement probe" in (quick_run / "results.md").read_text()
 
 
@@ -43,3 +47,27 @@ def test_a_second_run_reuses_every_stage(quick_run, tmp_path):
 def test_config_names_a_bad_field():
     with pytest.raises(Exception, match="test_fraction"):
         Exp4Config(test_fraction=1.5)
+
+
+def test_config_names_bad_subsample_fields():
+    with pytest.raises(Exception, match="subsample_sizes"):
+        Exp4Config(subsample_sizes=(4,))
+    with pytest.raises(Exception, match="subsample_repeats"):
+        Exp4Config(subsample_repeats=0)
+
+
+def test_subsampled_probe_scores_random_subsets():
+    rng = np.random.default_rng(1)
+    labels = np.repeat([0, 1], [120, 80])  # 60% / 40%
+    noise = rng.normal(size=(200, 6))
+    config = Exp4Config(subsample_sizes=(50, 100, 500), subsample_repeats=5)
+    # the label written into a feature: every subset's probe is perfect
+    separable = np.concatenate([noise, 3.0 * labels[:, None]], 1)
+    perfect = _subsampled_probe(separable, labels, config)
+    assert list(perfect) == ["50", "100"]  # 500 > 200 episodes: skipped
+    for size in ("50", "100"):
+        assert perfect[size] == {"mean": 1.0, "std": 0.0, "p05": 1.0, "repeats": 5}
+    # features that carry no label: the probe is near chance on average
+    blind = _subsampled_probe(noise, labels, config)
+    assert 0.3 < blind["100"]["mean"] < 0.75
+    assert blind["100"]["std"] > 0.0

@@ -11,6 +11,9 @@ never shown to the probe). ``probe_raw_placement`` is a linear probe on the
 training split of the episodes and scored on the held-out ones (split by episode,
 stratified by placement); ``probe_occupancy_placement`` is the same probe on the
 episode's occupancy histogram, for contrast with Exp 5.
+``probe_raw_by_episodes`` refits the raw probe on random subsets of
+``subsample_sizes`` episodes (each label's share kept, the same 75/25 split), to
+tell a data-size effect from a behavioural one: the research probed 300 episodes.
 """
 
 from __future__ import annotations
@@ -53,13 +56,29 @@ class Exp4Config:
     """Share of episodes held out (stratified by placement)."""
     seed: int = 0
     """Base seed of the data and the split."""
+    subsample_sizes: tuple[int, ...] = (100, 300, 600)
+    """Episode counts at which the raw probe is refit on random subsets (sizes
+    above the dataset's are skipped)."""
+    subsample_repeats: int = 40
+    """Random subsets per size."""
 
     def __post_init__(self):
         if self.algo not in ("iql", "oa_iql", "mappo"):
             raise InvalidParameterError(f"algo: unknown {self.algo!r}")
-        for name in ("total_steps", "num_seeds", "chains_per_seed", "grid_size"):
+        for name in (
+            "total_steps",
+            "num_seeds",
+            "chains_per_seed",
+            "grid_size",
+            "subsample_repeats",
+        ):
             if getattr(self, name) < 1:
                 raise InvalidParameterError(f"{name} must be >= 1")
+        object.__setattr__(self, "subsample_sizes", tuple(self.subsample_sizes))
+        if any(size < 8 for size in self.subsample_sizes):
+            raise InvalidParameterError(
+                f"subsample_sizes must each be >= 8, got {self.subsample_sizes}"
+            )
         if not 0 < self.test_fraction < 1:
             raise InvalidParameterError("test_fraction must be in (0, 1)")
 
@@ -115,6 +134,7 @@ def run_exp4(config: Exp4Config, seeds: int | None, progress, stages) -> dict:
 
         collected = dataset["rewards.prey"] > 0.5 * config.collect_reward
         return {
+            "probe_raw_by_episodes": _subsampled_probe(raw, labels, config),
             "probe_raw_placement": score(raw),
             "probe_occupancy_placement": score(occ),
             "resources_per_episode": float(collected.sum() / dataset.num_episodes),
@@ -137,6 +157,48 @@ def run_exp4(config: Exp4Config, seeds: int | None, progress, stages) -> dict:
     }
 
 
+def _subsampled_probe(
+    features: np.ndarray, labels: np.ndarray, config: Exp4Config
+) -> dict[str, dict[str, float]]:
+    """``{SIZE: {"mean", "std", "p05", "repeats"}}``: held-out accuracy of the probe
+    refit on ``subsample_repeats`` random subsets of SIZE episodes, each label
+    keeping its share of the dataset, split as the full probe is."""
+    rng = np.random.default_rng(config.seed)
+    classes = [np.flatnonzero(labels == label) for label in np.unique(labels)]
+    out = {}
+    for size in config.subsample_sizes:
+        if size > len(labels):
+            continue
+        scores = []
+        for repeat in range(config.subsample_repeats):
+            subset = np.concatenate(
+                [
+                    rng.permutation(members)[: round(size * len(members) / len(labels))]
+                    for members in classes
+                ]
+            )
+            train_index, test_index = trajectory_data.split_indices(
+                len(subset), config.test_fraction, config.seed + repeat, labels[subset]
+            )
+            scores.append(
+                probe_accuracy_split(
+                    features[subset[train_index]],
+                    labels[subset[train_index]],
+                    features[subset[test_index]],
+                    labels[subset[test_index]],
+                    config.seed,
+                )
+            )
+        scores = np.asarray(scores)
+        out[str(size)] = {
+            "mean": float(scores.mean()),
+            "std": float(scores.std(ddof=1)) if len(scores) > 1 else 0.0,
+            "p05": float(np.percentile(scores, 5)),
+            "repeats": len(scores),
+        }
+    return out
+
+
 def markdown_exp4(results: dict) -> str:
     """``results.md``: mopa's Exp 4 figures beside the research's."""
     research = results["research"]
@@ -156,6 +218,15 @@ def markdown_exp4(results: dict) -> str:
             "",
             f"{results['num_episodes']} episodes, {results['num_seeds']} seeds; "
             "probes fit on 75% of episodes and scored on the rest.",
+            "",
+            "Raw probe refit on random subsets of the episodes "
+            "(mean ± std, 5th percentile):",
+            "",
+            *[
+                f"- {size} episodes: {s['mean']:.3f} ± {s['std']:.3f}, "
+                f"5th percentile {s['p05']:.3f} ({s['repeats']} subsets)"
+                for size, s in results.get("probe_raw_by_episodes", {}).items()
+            ],
             "",
         ]
     )
@@ -180,7 +251,13 @@ register_experiment(
     run_exp4,
     {
         "default": Exp4Config(),
-        "quick": Exp4Config(total_steps=4096, num_seeds=1, chains_per_seed=40),
+        "quick": Exp4Config(
+            total_steps=4096,
+            num_seeds=1,
+            chains_per_seed=40,
+            subsample_sizes=(20,),
+            subsample_repeats=3,
+        ),
     },
     "default",
     plot_fn=plot_exp4,
