@@ -31,6 +31,14 @@ def test_quick_run_writes_files_and_schema(quick_run):
     assert list(by_size) == ["20"] and by_size["20"]["repeats"] == 3
     assert 0.0 <= by_size["20"]["p05"] <= by_size["20"]["mean"] <= 1.0
     assert "raw-trajectory placement probe" in (quick_run / "results.md").read_text()
+    # The headline is the first trainer's; every trainer has its own row.
+    assert results["algo"] == "iql_jaxmarl"
+    assert list(results["by_algo"]) == ["iql_jaxmarl", "iql"]
+    for row in results["by_algo"].values():
+        assert row["num_episodes"] == 40 and row["captures_per_episode"] >= 0.0
+    headline = results["by_algo"]["iql_jaxmarl"]
+    assert headline["probe_raw_placement"] == results["probe_raw_placement"]
+    assert headline["captures_per_episode"] == results["captures_per_episode"]
 
 
 def test_a_second_run_reuses_every_stage(quick_run, tmp_path):
@@ -40,13 +48,32 @@ def test_a_second_run_reuses_every_stage(quick_run, tmp_path):
     lines = []
     results = run_experiment("exp4", "quick", out, progress=lines.append)
     for stage in ("train", "data", "probe"):
-        assert f"[{stage}] reused (finished earlier with this config)" in lines
+        for name in ("iql_jaxmarl", "iql"):
+            line = f"[{stage}_{name}] reused (finished earlier with this config)"
+            assert line in lines, line
     assert json.dumps(results, sort_keys=True) == json.dumps(before, sort_keys=True)
 
 
 def test_config_names_a_bad_field():
     with pytest.raises(Exception, match="test_fraction"):
         Exp4Config(test_fraction=1.5)
+
+
+def test_config_names_a_bad_trainer():
+    with pytest.raises(Exception, match="unknown 'ppo'"):
+        Exp4Config(compare=("ppo",))
+    with pytest.raises(Exception, match="must not repeat"):
+        Exp4Config(algo="iql", compare=("mappo", "iql"))
+
+
+def test_the_trainers_differ_only_by_their_settings():
+    """Each trainer's run differs from the others only in the algorithm settings:
+    the game, its overrides and the budget are shared."""
+    from mopa.algos.presets import JAXMARL_MPE_IQL, preset
+
+    ours, jaxmarl = preset("exp4_iql_random"), preset("exp4_iql_jaxmarl_random")
+    assert jaxmarl == ours.replace(**JAXMARL_MPE_IQL)
+    assert jaxmarl.lr == 0.005 and jaxmarl.hidden == (64, 64)
 
 
 def test_config_names_bad_subsample_fields():

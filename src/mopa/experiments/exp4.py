@@ -3,17 +3,23 @@ the random placement (circle or corners, a coin flip at each reset) and the prey
 collect reward raised from 5 to 20, the dominated prey's trajectory still does not
 carry the placement.
 
-Stages: ``train`` (preset ``exp4_{algo}_random`` with ``collect_reward`` 20),
-``data`` (each seed's co-trained pair plays ``chains_per_seed`` single episodes),
-``probe``. The label of an episode is its placement (read from the game state,
-never shown to the probe). ``probe_raw_placement`` is a linear probe on the
-**prey's** raw position sequence of the episode (25 x 2 numbers), fit on a
-training split of the episodes and scored on the held-out ones (split by episode,
-stratified by placement); ``probe_occupancy_placement`` is the same probe on the
-episode's occupancy histogram, for contrast with Exp 5.
-``probe_raw_by_episodes`` refits the raw probe on random subsets of
-``subsample_sizes`` episodes (each label's share kept, the same 75/25 split), to
-tell a data-size effect from a behavioural one: the research probed 300 episodes.
+For each trainer (``algo``, then those in ``compare``), stages ``train_NAME``
+(preset ``exp4_NAME_random`` with ``collect_reward`` 20), ``data_NAME`` (each seed's
+co-trained pair plays ``chains_per_seed`` single episodes) and ``probe_NAME``. The
+label of an episode is its placement (read from the game state, never shown to the
+probe). ``probe_raw_placement`` is a linear probe on the **prey's** raw position
+sequence of the episode (25 x 2 numbers), fit on a training split of the episodes
+and scored on the held-out ones (split by episode, stratified by placement);
+``probe_occupancy_placement`` is the same probe on the episode's occupancy
+histogram, for contrast with Exp 5. ``probe_raw_by_episodes`` refits the raw probe
+on random subsets of ``subsample_sizes`` episodes (each label's share kept, the
+same 75/25 split), to tell a data-size effect from a behavioural one: the research
+probed 300 episodes. The top-level figures are ``algo``'s; ``by_algo`` holds every
+trainer's, with the predators' captures per episode, so the probe can be read
+against how strongly the predators dominate.
+
+The default trainer is IQL with JaxMARL's MPE settings (``iql_jaxmarl``, the
+research's IQL was built on JaxMARL's); mopa's default IQL and MAPPO are compared.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from mopa.envs import make
 from mopa.errors import InvalidParameterError
 from mopa.experiments import part1
 from mopa.experiments.registry import register_experiment
@@ -34,14 +41,19 @@ from mopa.opponent.metrics import probe_accuracy_split
 ENV = "tag_resources"
 RESEARCH = {"probe_raw_placement": 0.49, "resources_per_episode": 1.28}
 """The research's Exp 4 figures (IQL, collect reward 20)."""
+ALGOS = ("iql_jaxmarl", "iql", "oa_iql", "mappo")
+"""Trainers: each names the preset ``exp4_NAME_random``."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Exp4Config:
     """Exp 4: raw-trajectory placement probe with a raised collect reward."""
 
-    algo: str = "iql"
-    """Algorithm of the co-trained run (``iql``, ``oa_iql`` or ``mappo``)."""
+    algo: str = "iql_jaxmarl"
+    """Trainer whose figures are the headline: ``iql_jaxmarl`` (IQL with JaxMARL's
+    MPE settings), ``iql`` (mopa's defaults), ``oa_iql`` or ``mappo``."""
+    compare: tuple[str, ...] = ("iql", "mappo")
+    """Further trainers run and probed beside ``algo`` (reported in ``by_algo``)."""
     collect_reward: float = 20.0
     """The prey's reward per resource (the research raised it from 5 to 20)."""
     total_steps: int = 2_000_000
@@ -63,8 +75,16 @@ class Exp4Config:
     """Random subsets per size."""
 
     def __post_init__(self):
-        if self.algo not in ("iql", "oa_iql", "mappo"):
-            raise InvalidParameterError(f"algo: unknown {self.algo!r}")
+        object.__setattr__(self, "compare", tuple(self.compare))
+        for name in (self.algo, *self.compare):
+            if name not in ALGOS:
+                raise InvalidParameterError(
+                    f"algo: unknown {name!r} (one of {', '.join(ALGOS)})"
+                )
+        if len(set((self.algo, *self.compare))) != 1 + len(self.compare):
+            raise InvalidParameterError(
+                f"compare must not repeat algo or itself, got {self.compare}"
+            )
         for name in (
             "total_steps",
             "num_seeds",
@@ -84,20 +104,42 @@ class Exp4Config:
 
 
 def run_exp4(config: Exp4Config, seeds: int | None, progress, stages) -> dict:
-    """Train, play and probe; see the module docstring."""
+    """Train, play and probe each trainer; see the module docstring."""
     num_seeds = config.num_seeds if seeds is None else seeds
-    train = part1.train_config(
-        f"exp4_{config.algo}_random", config.total_steps, num_seeds
-    )
+    by_algo = {
+        name: _train_and_probe(name, config, num_seeds, progress, stages)
+        for name in (config.algo, *config.compare)
+    }
+    headline = by_algo[config.algo]
+    return {
+        **{k: v for k, v in headline.items() if k != "training"},
+        "algo": config.algo,
+        "by_algo": {
+            name: {k: v for k, v in rows.items() if k != "training"}
+            for name, rows in by_algo.items()
+        },
+        "training": headline["training"],
+        "num_seeds": num_seeds,
+        "research": RESEARCH,
+        "stage_wall_s": dict(stages.timing_s),
+    }
+
+
+def _train_and_probe(
+    name: str, config: Exp4Config, num_seeds: int, progress, stages
+) -> dict[str, Any]:
+    """Stages ``train_NAME``, ``data_NAME`` and ``probe_NAME`` of one trainer."""
+    train = part1.train_config(f"exp4_{name}_random", config.total_steps, num_seeds)
     overrides = dict(train.env_overrides)
     overrides["collect_reward"] = float(config.collect_reward)
     train = train.replace(env_overrides=tuple(overrides.items()))
-    run = part1.train_stage(stages, "train", train, progress)
+    run = part1.train_stage(stages, f"train_{name}", train, progress)
+    game = {"resource_placement": "random", "collect_reward": config.collect_reward}
 
     def build(folder: Path) -> dict[str, Any]:
         dataset = part1.play_dataset(
             ENV,
-            {"resource_placement": "random", "collect_reward": config.collect_reward},
+            game,
             part1.load_teams(run["run"]),
             jax.random.key(config.seed),
             num_seeds=num_seeds,
@@ -110,7 +152,10 @@ def run_exp4(config: Exp4Config, seeds: int | None, progress, stages) -> dict:
         return {"path": str(path)}
 
     described = {"run": run, "chains_per_seed": config.chains_per_seed}
-    data_path = stages.run("data", {**described, "seed": config.seed}, build)["path"]
+    data_path = stages.run(f"data_{name}", {**described, "seed": config.seed}, build)[
+        "path"
+    ]
+    capture_reward = make(ENV, **game)[1].capture_reward
 
     def probe(folder: Path) -> dict[str, Any]:
         del folder
@@ -133,28 +178,27 @@ def run_exp4(config: Exp4Config, seeds: int | None, progress, stages) -> dict:
             )
 
         collected = dataset["rewards.prey"] > 0.5 * config.collect_reward
+        # Every predator is paid capture_reward per predator-prey overlap.
+        captures = dataset["rewards.predator"][:, :, 0].sum() / capture_reward
         return {
             "probe_raw_by_episodes": _subsampled_probe(raw, labels, config),
             "probe_raw_placement": score(raw),
             "probe_occupancy_placement": score(occ),
             "resources_per_episode": float(collected.sum() / dataset.num_episodes),
+            "captures_per_episode": float(captures / dataset.num_episodes),
             "placement_share_corners": float(np.mean(labels == 1)),
             "num_episodes": int(len(labels)),
         }
 
-    probed = stages.run(
-        "probe",
-        {"data": data_path, **dataclasses.asdict(config)},
-        probe,
-    )
-    progress(f"raw placement probe {probed['probe_raw_placement']:.3f}")
-    return {
-        **probed,
-        "training": run["summary"],
-        "num_seeds": num_seeds,
-        "research": RESEARCH,
-        "stage_wall_s": dict(stages.timing_s),
+    stage_config = {
+        "data": data_path,
+        **dataclasses.asdict(config),
+        "algo": name,
+        "compare": [],
     }
+    probed = stages.run(f"probe_{name}", stage_config, probe)
+    progress(f"[{name}] raw placement probe {probed['probe_raw_placement']:.3f}")
+    return {**probed, "training": run["summary"]}
 
 
 def _subsampled_probe(
@@ -202,9 +246,12 @@ def _subsampled_probe(
 def markdown_exp4(results: dict) -> str:
     """``results.md``: mopa's Exp 4 figures beside the research's."""
     research = results["research"]
+    by_algo = results.get("by_algo", {})
     return "\n".join(
         [
             "# Exp 4: a dominated prey's trajectory does not carry the placement",
+            "",
+            f"Headline trainer: `{results.get('algo', 'iql')}`.",
             "",
             "| figure | mopa | research |",
             "|---|---|---|",
@@ -219,13 +266,22 @@ def markdown_exp4(results: dict) -> str:
             f"{results['num_episodes']} episodes, {results['num_seeds']} seeds; "
             "probes fit on 75% of episodes and scored on the rest.",
             "",
-            "Raw probe refit on random subsets of the episodes "
-            "(mean ± std, 5th percentile):",
+            "Every trainer (raw probe on random subsets: mean ± std, 5th percentile):",
             "",
+            "| trainer | captures / episode | prey resources / episode | raw probe "
+            "| occupancy probe | raw probe on subsets |",
+            "|---|---:|---:|---:|---:|---|",
             *[
-                f"- {size} episodes: {s['mean']:.3f} ± {s['std']:.3f}, "
-                f"5th percentile {s['p05']:.3f} ({s['repeats']} subsets)"
-                for size, s in results.get("probe_raw_by_episodes", {}).items()
+                f"| `{name}` | {row['captures_per_episode']:.2f} | "
+                f"{row['resources_per_episode']:.2f} | "
+                f"{row['probe_raw_placement']:.3f} | "
+                f"{row['probe_occupancy_placement']:.3f} | "
+                + "; ".join(
+                    f"{size}: {s['mean']:.3f} ± {s['std']:.3f}, p05 {s['p05']:.3f}"
+                    for size, s in row["probe_raw_by_episodes"].items()
+                )
+                + " |"
+                for name, row in by_algo.items()
             ],
             "",
         ]
@@ -233,15 +289,22 @@ def markdown_exp4(results: dict) -> str:
 
 
 def plot_exp4(results: dict, out: Path) -> list[Path]:
-    """Bar chart of the two probes against chance."""
+    """Bar chart of the two probes of every trainer against chance."""
     plt = part1.figure()
-    fig, ax = plt.subplots(figsize=(4, 3))
-    names = ("probe_raw_placement", "probe_occupancy_placement")
-    ax.bar(["raw", "occupancy"], [results[n] for n in names])
+    by_algo = results["by_algo"]
+    fig, ax = plt.subplots(figsize=(1.6 + 1.4 * len(by_algo), 3))
+    x = np.arange(len(by_algo))
+    for offset, (field, label) in zip(
+        (-0.2, 0.2),
+        (("probe_raw_placement", "raw"), ("probe_occupancy_placement", "occupancy")),
+        strict=True,
+    ):
+        ax.bar(x + offset, [row[field] for row in by_algo.values()], 0.4, label=label)
+    ax.set_xticks(x, list(by_algo))
     ax.axhline(0.5, ls="--", color="gray", label="chance")
     ax.set_ylim(0, 1)
     ax.set_ylabel("held-out placement probe")
-    ax.legend()
+    ax.legend(fontsize=7)
     fig.tight_layout()
     return [part1.save_figure(fig, out / "exp4_probe.png")]
 
@@ -252,6 +315,7 @@ register_experiment(
     {
         "default": Exp4Config(),
         "quick": Exp4Config(
+            compare=("iql",),
             total_steps=4096,
             num_seeds=1,
             chains_per_seed=40,
