@@ -39,6 +39,13 @@ def test_quick_run_writes_files_and_schema(quick_run):
     headline = results["by_algo"]["iql_jaxmarl"]
     assert headline["probe_raw_placement"] == results["probe_raw_placement"]
     assert headline["captures_per_episode"] == results["captures_per_episode"]
+    # Every trainer also ran at the research's first collect reward, 5.
+    assert list(results["by_collect_reward"]) == ["20", "5"]
+    assert results["by_collect_reward"]["20"] == results["by_algo"]
+    at_5 = results["by_collect_reward"]["5"]
+    assert list(at_5) == ["iql_jaxmarl", "iql"]
+    assert at_5["iql"]["num_episodes"] == 40
+    assert "| `iql` | 5 |" in (quick_run / "results.md").read_text()
 
 
 def test_a_second_run_reuses_every_stage(quick_run, tmp_path):
@@ -48,7 +55,7 @@ def test_a_second_run_reuses_every_stage(quick_run, tmp_path):
     lines = []
     results = run_experiment("exp4", "quick", out, progress=lines.append)
     for stage in ("train", "data", "probe"):
-        for name in ("iql_jaxmarl", "iql"):
+        for name in ("iql_jaxmarl", "iql", "iql_jaxmarl_collect5", "iql_collect5"):
             line = f"[{stage}_{name}] reused (finished earlier with this config)"
             assert line in lines, line
     assert json.dumps(results, sort_keys=True) == json.dumps(before, sort_keys=True)
@@ -64,6 +71,10 @@ def test_config_names_a_bad_trainer():
         Exp4Config(compare=("ppo",))
     with pytest.raises(Exception, match="must not repeat"):
         Exp4Config(algo="iql", compare=("mappo", "iql"))
+    with pytest.raises(Exception, match="also_collect_rewards"):
+        Exp4Config(also_collect_rewards=(20.0,))
+    with pytest.raises(Exception, match="also_collect_rewards"):
+        Exp4Config(also_collect_rewards=(-1.0,))
 
 
 def test_the_trainers_differ_only_by_their_settings():

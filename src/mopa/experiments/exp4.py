@@ -16,7 +16,9 @@ on random subsets of ``subsample_sizes`` episodes (each label's share kept, the
 same 75/25 split), to tell a data-size effect from a behavioural one: the research
 probed 300 episodes. The top-level figures are ``algo``'s; ``by_algo`` holds every
 trainer's, with the predators' captures per episode, so the probe can be read
-against how strongly the predators dominate.
+against how strongly the predators dominate. Each trainer is also run at the
+rewards ``also_collect_rewards`` (the research's first runs paid 5), stages
+``train_NAME_collectR`` and so on, reported in ``by_collect_reward``.
 
 The default trainer is IQL with JaxMARL's MPE settings (``iql_jaxmarl``, the
 research's IQL was built on JaxMARL's); mopa's default IQL and MAPPO are compared.
@@ -56,6 +58,8 @@ class Exp4Config:
     """Further trainers run and probed beside ``algo`` (reported in ``by_algo``)."""
     collect_reward: float = 20.0
     """The prey's reward per resource (the research raised it from 5 to 20)."""
+    also_collect_rewards: tuple[float, ...] = (5.0,)
+    """Further rewards per resource at which every trainer is run and probed."""
     total_steps: int = 2_000_000
     """Environment steps per seed."""
     num_seeds: int = 3
@@ -76,6 +80,15 @@ class Exp4Config:
 
     def __post_init__(self):
         object.__setattr__(self, "compare", tuple(self.compare))
+        object.__setattr__(
+            self, "also_collect_rewards", tuple(map(float, self.also_collect_rewards))
+        )
+        rewards = (self.collect_reward, *self.also_collect_rewards)
+        if any(r <= 0 for r in rewards) or len(set(rewards)) != len(rewards):
+            raise InvalidParameterError(
+                "also_collect_rewards must be > 0 and differ from each other and "
+                f"from collect_reward, got {self.also_collect_rewards}"
+            )
         for name in (self.algo, *self.compare):
             if name not in ALGOS:
                 raise InvalidParameterError(
@@ -106,17 +119,37 @@ class Exp4Config:
 def run_exp4(config: Exp4Config, seeds: int | None, progress, stages) -> dict:
     """Train, play and probe each trainer; see the module docstring."""
     num_seeds = config.num_seeds if seeds is None else seeds
+    names = (config.algo, *config.compare)
     by_algo = {
-        name: _train_and_probe(name, config, num_seeds, progress, stages)
-        for name in (config.algo, *config.compare)
+        name: _train_and_probe(
+            name, config, config.collect_reward, "", num_seeds, progress, stages
+        )
+        for name in names
+    }
+    by_reward = {
+        f"{reward:g}": {
+            name: _train_and_probe(
+                name, config, reward, f"_collect{reward:g}", num_seeds, progress, stages
+            )
+            for name in names
+        }
+        for reward in config.also_collect_rewards
     }
     headline = by_algo[config.algo]
+
+    def rows(runs):
+        return {
+            name: {k: v for k, v in row.items() if k != "training"}
+            for name, row in runs.items()
+        }
+
     return {
         **{k: v for k, v in headline.items() if k != "training"},
         "algo": config.algo,
-        "by_algo": {
-            name: {k: v for k, v in rows.items() if k != "training"}
-            for name, rows in by_algo.items()
+        "by_algo": rows(by_algo),
+        "by_collect_reward": {
+            f"{config.collect_reward:g}": rows(by_algo),
+            **{reward: rows(runs) for reward, runs in by_reward.items()},
         },
         "training": headline["training"],
         "num_seeds": num_seeds,
@@ -126,15 +159,22 @@ def run_exp4(config: Exp4Config, seeds: int | None, progress, stages) -> dict:
 
 
 def _train_and_probe(
-    name: str, config: Exp4Config, num_seeds: int, progress, stages
+    name: str,
+    config: Exp4Config,
+    reward: float,
+    suffix: str,
+    num_seeds: int,
+    progress,
+    stages,
 ) -> dict[str, Any]:
-    """Stages ``train_NAME``, ``data_NAME`` and ``probe_NAME`` of one trainer."""
+    """Stages ``train_NAME{suffix}``, ``data_NAME{suffix}`` and
+    ``probe_NAME{suffix}`` of one trainer at collect reward ``reward``."""
     train = part1.train_config(f"exp4_{name}_random", config.total_steps, num_seeds)
     overrides = dict(train.env_overrides)
-    overrides["collect_reward"] = float(config.collect_reward)
+    overrides["collect_reward"] = float(reward)
     train = train.replace(env_overrides=tuple(overrides.items()))
-    run = part1.train_stage(stages, f"train_{name}", train, progress)
-    game = {"resource_placement": "random", "collect_reward": config.collect_reward}
+    run = part1.train_stage(stages, f"train_{name}{suffix}", train, progress)
+    game = {"resource_placement": "random", "collect_reward": reward}
 
     def build(folder: Path) -> dict[str, Any]:
         dataset = part1.play_dataset(
@@ -152,9 +192,9 @@ def _train_and_probe(
         return {"path": str(path)}
 
     described = {"run": run, "chains_per_seed": config.chains_per_seed}
-    data_path = stages.run(f"data_{name}", {**described, "seed": config.seed}, build)[
-        "path"
-    ]
+    data_path = stages.run(
+        f"data_{name}{suffix}", {**described, "seed": config.seed}, build
+    )["path"]
     capture_reward = make(ENV, **game)[1].capture_reward
 
     def probe(folder: Path) -> dict[str, Any]:
@@ -177,7 +217,7 @@ def _train_and_probe(
                 config.seed,
             )
 
-        collected = dataset["rewards.prey"] > 0.5 * config.collect_reward
+        collected = dataset["rewards.prey"] > 0.5 * reward
         # Every predator is paid capture_reward per predator-prey overlap.
         captures = dataset["rewards.predator"][:, :, 0].sum() / capture_reward
         return {
@@ -195,9 +235,13 @@ def _train_and_probe(
         **dataclasses.asdict(config),
         "algo": name,
         "compare": [],
+        "collect_reward": reward,
+        "also_collect_rewards": [],
     }
-    probed = stages.run(f"probe_{name}", stage_config, probe)
-    progress(f"[{name}] raw placement probe {probed['probe_raw_placement']:.3f}")
+    probed = stages.run(f"probe_{name}{suffix}", stage_config, probe)
+    progress(
+        f"[{name}{suffix}] raw placement probe {probed['probe_raw_placement']:.3f}"
+    )
     return {**probed, "training": run["summary"]}
 
 
@@ -246,7 +290,6 @@ def _subsampled_probe(
 def markdown_exp4(results: dict) -> str:
     """``results.md``: mopa's Exp 4 figures beside the research's."""
     research = results["research"]
-    by_algo = results.get("by_algo", {})
     return "\n".join(
         [
             "# Exp 4: a dominated prey's trajectory does not carry the placement",
@@ -266,13 +309,14 @@ def markdown_exp4(results: dict) -> str:
             f"{results['num_episodes']} episodes, {results['num_seeds']} seeds; "
             "probes fit on 75% of episodes and scored on the rest.",
             "",
-            "Every trainer (raw probe on random subsets: mean ± std, 5th percentile):",
+            "Every trainer at every collect reward (raw probe on random subsets: "
+            "mean ± std, 5th percentile):",
             "",
-            "| trainer | captures / episode | prey resources / episode | raw probe "
-            "| occupancy probe | raw probe on subsets |",
-            "|---|---:|---:|---:|---:|---|",
+            "| trainer | collect reward | captures / episode | prey resources / "
+            "episode | raw probe | occupancy probe | raw probe on subsets |",
+            "|---|---:|---:|---:|---:|---:|---|",
             *[
-                f"| `{name}` | {row['captures_per_episode']:.2f} | "
+                f"| `{name}` | {reward} | {row['captures_per_episode']:.2f} | "
                 f"{row['resources_per_episode']:.2f} | "
                 f"{row['probe_raw_placement']:.3f} | "
                 f"{row['probe_occupancy_placement']:.3f} | "
@@ -281,26 +325,38 @@ def markdown_exp4(results: dict) -> str:
                     for size, s in row["probe_raw_by_episodes"].items()
                 )
                 + " |"
-                for name, row in by_algo.items()
+                for reward, name, row in _rows(results)
             ],
             "",
         ]
     )
 
 
+def _rows(results: dict) -> list[tuple[str, str, dict]]:
+    """``(collect reward, trainer, figures)`` of every run, headline reward first."""
+    by_reward = results.get("by_collect_reward", {})
+    return [
+        (reward, name, row)
+        for reward, runs in by_reward.items()
+        for name, row in runs.items()
+    ]
+
+
 def plot_exp4(results: dict, out: Path) -> list[Path]:
-    """Bar chart of the two probes of every trainer against chance."""
+    """Bar chart of the two probes of every trainer and collect reward against
+    chance."""
     plt = part1.figure()
-    by_algo = results["by_algo"]
-    fig, ax = plt.subplots(figsize=(1.6 + 1.4 * len(by_algo), 3))
-    x = np.arange(len(by_algo))
+    rows = _rows(results)
+    fig, ax = plt.subplots(figsize=(1.6 + 1.2 * len(rows), 3))
+    x = np.arange(len(rows))
     for offset, (field, label) in zip(
         (-0.2, 0.2),
         (("probe_raw_placement", "raw"), ("probe_occupancy_placement", "occupancy")),
         strict=True,
     ):
-        ax.bar(x + offset, [row[field] for row in by_algo.values()], 0.4, label=label)
-    ax.set_xticks(x, list(by_algo))
+        ax.bar(x + offset, [row[field] for *_, row in rows], 0.4, label=label)
+    ax.set_xticks(x, [f"{name}\ncollect {reward}" for reward, name, _ in rows])
+    ax.tick_params(axis="x", labelsize=7)
     ax.axhline(0.5, ls="--", color="gray", label="chance")
     ax.set_ylim(0, 1)
     ax.set_ylabel("held-out placement probe")
