@@ -8,7 +8,7 @@ import pytest
 
 from mopa.cli.main import main
 from mopa.experiments import register_experiment
-from mopa.experiments.stages import STAGE_FILE, Stages, fingerprint
+from mopa.experiments.stages import STAGE_FILE, Stages, file_fingerprint, fingerprint
 
 
 def test_fingerprint_ignores_key_order_and_sees_values():
@@ -39,6 +39,30 @@ def test_finished_stage_is_reused_and_changed_config_redone(tmp_path):
     assert stored["config"] == {"lr": 2} and stored["result"] == {"value": 2}
     # force redoes it even with the same config.
     assert Stages(tmp_path).run("train", {"lr": 2}, work, force=True) == {"value": 3}
+
+
+def test_a_reader_of_a_rewritten_file_is_redone(tmp_path):
+    """An earlier stage that reruns rewrites its file at the same path; a later
+    stage keyed on the file's fingerprint reruns, one keyed on the path would not."""
+
+    def data(value):
+        def work(folder):
+            path = folder / "data.txt"
+            path.write_text(value)
+            return {"path": str(path)}
+
+        return work
+
+    def read(path):
+        return lambda folder: {"read": open(path).read()}
+
+    for value in ("one", "two"):
+        stages = Stages(tmp_path)
+        path = stages.run("data", {"value": value}, data(value))["path"]
+        by_content = stages.run("probe", {"data": file_fingerprint(path)}, read(path))
+        by_path = stages.run("probe_by_path", {"data": path}, read(path))
+        assert by_content == {"read": value}
+    assert by_path == {"read": "one"}  # stale: why stages read fingerprints
 
 
 def test_interrupted_stage_keeps_its_folder_to_resume(tmp_path):

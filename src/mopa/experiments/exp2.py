@@ -40,6 +40,7 @@ import numpy as np
 from mopa.errors import InvalidParameterError
 from mopa.experiments import part1
 from mopa.experiments.registry import register_experiment
+from mopa.experiments.stages import file_fingerprint
 from mopa.opponent import data as trajectory_data
 from mopa.opponent.encoders import VAEConfig
 from mopa.opponent.representations import raw_sequence
@@ -246,7 +247,7 @@ def _prey_episodes(dataset) -> tuple[np.ndarray, np.ndarray]:
 
 def _mine(config, data_path, stages) -> dict[str, Any]:
     described = {
-        "data": data_path,
+        "data": file_fingerprint(data_path),
         **{
             k: getattr(config, k)
             for k in ("bootstrap", "histogram_bins", "grid_size", "seed")
@@ -311,7 +312,7 @@ def _mine(config, data_path, stages) -> dict[str, Any]:
 
 def _encode(config, data_path, stages) -> dict[str, Any]:
     described = {
-        "data": data_path,
+        "data": file_fingerprint(data_path),
         **{
             k: getattr(config, k)
             for k in (

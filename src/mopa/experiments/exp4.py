@@ -37,6 +37,7 @@ from mopa.envs import make
 from mopa.errors import InvalidParameterError
 from mopa.experiments import part1
 from mopa.experiments.registry import register_experiment
+from mopa.experiments.stages import file_fingerprint
 from mopa.opponent import data as trajectory_data
 from mopa.opponent.metrics import probe_accuracy_split
 
@@ -231,7 +232,7 @@ def _train_and_probe(
         }
 
     stage_config = {
-        "data": data_path,
+        "data": file_fingerprint(data_path),
         **dataclasses.asdict(config),
         "algo": name,
         "compare": [],

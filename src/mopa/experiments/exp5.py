@@ -84,6 +84,7 @@ from mopa.errors import InvalidParameterError
 from mopa.eval.tournament import TournamentEntry, play_tournament
 from mopa.experiments import part1
 from mopa.experiments.registry import register_experiment
+from mopa.experiments.stages import file_fingerprint
 from mopa.opponent import bc
 from mopa.opponent import data as trajectory_data
 from mopa.opponent.encoders import VAEConfig, load_encoder, save_encoder
@@ -264,7 +265,7 @@ def _split(config, dataset):
 
 def _encode(config, algo, data_path, stages) -> dict[str, Any]:
     described = {
-        "data": data_path,
+        "data": file_fingerprint(data_path),
         **{
             k: getattr(config, k)
             for k in (
@@ -370,7 +371,7 @@ class _Predators:
 
 def _behaviour_clone(config, algo, data_path, encoded, runs, stages) -> dict:
     described = {
-        "data": data_path,
+        "data": file_fingerprint(data_path),
         "encoders": encoded["encoder_files"],
         "runs": [runs[f"{algo}_{p}"] for p in PLACEMENTS],
         **{

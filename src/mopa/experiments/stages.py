@@ -35,6 +35,17 @@ def fingerprint(config: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def file_fingerprint(path: str | Path) -> dict[str, str]:
+    """``{"path", "sha256"}`` of a file an earlier stage wrote. Put it, not the bare
+    path, in the config of a stage that reads the file: an earlier stage that reruns
+    rewrites the same path, and only the content tells the later stage to rerun."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return {"path": str(path), "sha256": digest.hexdigest()}
+
+
 class Stages:
     """Runs an experiment's stages, reusing the finished ones.
 
@@ -74,7 +85,8 @@ class Stages:
 
         Args:
             config: JSON-able description of everything the stage's result
-                depends on (including the results of earlier stages it reads).
+                depends on (including the results of earlier stages it reads, and
+                :func:`file_fingerprint` of the files it reads from them).
             fn: does the work in ``folder`` and returns a JSON-able result.
             force: redo the stage even if it finished with this config.
         """
