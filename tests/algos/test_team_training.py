@@ -45,6 +45,28 @@ def test_iql_reaches_a_fixed_return_on_a_tiny_game(oa_iql_signal):
         assert final[f"return/{team}"]["mean"] > 4.3, final[f"return/{team}"]
 
 
+def test_iql_learning_rate_decay_changes_the_run_and_still_learns():
+    """``anneal_lr`` decays Adam's step linearly: the run differs from the
+    constant-rate one on the same keys, and still solves the signal game."""
+    runs = {
+        anneal: run_training(
+            IQLConfig(total_steps=16_000, num_seeds=1, anneal_lr=anneal, **SIGNAL_IQL),
+            game=signal_game(),
+        )
+        for anneal in (False, True)
+    }
+    constant, decayed = (runs[a].policies for a in (False, True))
+    moved = jax.tree.map(
+        lambda a, b: float(np.abs(np.asarray(a) - np.asarray(b)).max()),
+        {team: params for team, (_, params) in constant.items()},
+        {team: params for team, (_, params) in decayed.items()},
+    )
+    assert max(jax.tree.leaves(moved)) > 1e-3
+    for team in ("blue", "red"):
+        final = runs[True].summary["final"][f"return/{team}"]["mean"]
+        assert final > 4.3, (team, final)
+
+
 def test_opponent_head_accuracy_rises_above_chance(oa_iql_signal):
     accuracy = oa_iql_signal.metrics["opp_acc/blue"]  # [seed, update]
     early = np.nanmean(accuracy[:, : accuracy.shape[1] // 10])

@@ -32,6 +32,10 @@ class IQLConfig(TrainConfig):
     """Environment steps collected before learning begins."""
     lr: float = 1e-3
     """Adam learning rate."""
+    anneal_lr: bool = False
+    """Decay the learning rate linearly from ``lr`` towards 0 over ``num_updates x
+    num_epochs`` gradient steps (JaxMARL's IQL does); no gradient steps are taken
+    before ``learning_starts``, so it ends a little above 0."""
     gamma: float = 0.9
     """Discount."""
     eps_start: float = 1.0

@@ -149,8 +149,15 @@ def make_trainer(config: IQLConfig, game: tuple[Any, Any] | None = None) -> Trai
     frozen_fns = run.frozen_fns
     hidden_sizes = run.hidden_sizes(specs)
     modules = {t: spec.module() for t, spec in specs.items()}
+    lr = (
+        optax.linear_schedule(
+            config.lr, 0.0, max(1, config.num_updates * config.num_epochs)
+        )
+        if config.anneal_lr
+        else config.lr
+    )
     optimiser = optax.chain(
-        optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.lr)
+        optax.clip_by_global_norm(config.max_grad_norm), optax.adam(lr)
     )
     epsilon = optax.linear_schedule(
         config.eps_start,
