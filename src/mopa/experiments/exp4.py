@@ -121,21 +121,23 @@ def run_exp4(config: Exp4Config, seeds: int | None, progress, stages) -> dict:
     """Train, play and probe each trainer; see the module docstring."""
     num_seeds = config.num_seeds if seeds is None else seeds
     names = (config.algo, *config.compare)
-    by_algo = {
-        name: _train_and_probe(
-            name, config, config.collect_reward, "", num_seeds, progress, stages
-        )
-        for name in names
-    }
+    rewards = (config.collect_reward, *config.also_collect_rewards)
     by_reward = {
         f"{reward:g}": {
             name: _train_and_probe(
-                name, config, reward, f"_collect{reward:g}", num_seeds, progress, stages
+                name,
+                config,
+                reward,
+                f"_collect{reward:g}" if reward != config.collect_reward else "",
+                num_seeds,
+                progress,
+                stages,
             )
             for name in names
         }
-        for reward in config.also_collect_rewards
+        for reward in rewards
     }
+    by_algo = by_reward[f"{config.collect_reward:g}"]
     headline = by_algo[config.algo]
 
     def rows(runs):
@@ -148,10 +150,7 @@ def run_exp4(config: Exp4Config, seeds: int | None, progress, stages) -> dict:
         **{k: v for k, v in headline.items() if k != "training"},
         "algo": config.algo,
         "by_algo": rows(by_algo),
-        "by_collect_reward": {
-            f"{config.collect_reward:g}": rows(by_algo),
-            **{reward: rows(runs) for reward, runs in by_reward.items()},
-        },
+        "by_collect_reward": {reward: rows(runs) for reward, runs in by_reward.items()},
         "training": headline["training"],
         "num_seeds": num_seeds,
         "research": RESEARCH,
@@ -233,12 +232,15 @@ def _train_and_probe(
 
     stage_config = {
         "data": file_fingerprint(data_path),
-        **dataclasses.asdict(config),
-        "algo": name,
-        "compare": [],
         "collect_reward": reward,
-        "also_collect_rewards": [],
-    }
+        **{
+            k: getattr(config, k)
+            for k in (
+                "grid_size", "test_fraction", "seed", "subsample_sizes",
+                "subsample_repeats",
+            )
+        },
+    }  # fmt: skip
     probed = stages.run(f"probe_{name}{suffix}", stage_config, probe)
     progress(
         f"[{name}{suffix}] raw placement probe {probed['probe_raw_placement']:.3f}"
