@@ -372,7 +372,10 @@ class _Predators:
 def _behaviour_clone(config, algo, data_path, encoded, runs, stages) -> dict:
     described = {
         "data": file_fingerprint(data_path),
-        "encoders": encoded["encoder_files"],
+        "encoders": {
+            length: file_fingerprint(path)
+            for length, path in encoded["encoder_files"].items()
+        },
         "runs": [runs[f"{algo}_{p}"] for p in PLACEMENTS],
         **{
             k: getattr(config, k)
