@@ -4,11 +4,18 @@ schema and stage reuse (the quick budget learns nothing, so no numbers)."""
 import json
 import shutil
 
+import jax
 import numpy as np
 import pytest
 
+from mopa.envs import make
 from mopa.experiments import run_experiment
-from mopa.experiments.exp4 import Exp4Config, _subsampled_probe
+from mopa.experiments.exp4 import (
+    SQUARE_SYMMETRIES,
+    Exp4Config,
+    _subsampled_probe,
+    symmetrise,
+)
 
 
 @pytest.fixture(scope="module")
@@ -22,8 +29,15 @@ def test_quick_run_writes_files_and_schema(quick_run):
     for name in ("results.json", "results.md", "config.json", "exp4_probe.png"):
         assert (quick_run / name).is_file(), name
     results = json.loads((quick_run / "results.json").read_text())
-    for name in ("probe_raw_placement", "probe_occupancy_placement"):
+    for name in (
+        "probe_raw_placement",
+        "probe_occupancy_placement",
+        "probe_radius_placement",
+        "probe_raw_symmetrised_placement",
+    ):
         assert isinstance(results[name], float) and 0.0 <= results[name] <= 1.0
+    # one seed: the raw probe within it is the raw probe (same episodes, same split)
+    assert results["probe_raw_by_seed"] == [results["probe_raw_placement"]]
     # The random placement flips a fair coin per episode: both layouts occur.
     assert 0.0 < results["placement_share_corners"] < 1.0
     assert results["num_episodes"] == 40
@@ -109,3 +123,34 @@ def test_subsampled_probe_scores_random_subsets():
     blind = _subsampled_probe(noise, labels, config)
     assert 0.3 < blind["100"]["mean"] < 0.75
     assert blind["100"]["std"] > 0.0
+
+
+def test_the_square_symmetries_keep_both_placements_and_symmetrise_draws_them_all():
+    for placement in ("circle", "corners"):
+        env, params = make("tag_resources", resource_placement=placement)
+        layout = np.asarray(env.reset(jax.random.key(0), params)[1].resource_pos)
+        for matrix in SQUARE_SYMMETRIES:
+            mapped = layout @ matrix.T
+            # the same set of resource positions, in some order
+            distances = np.linalg.norm(mapped[:, None] - layout[None], axis=-1)
+            np.testing.assert_allclose(distances.min(axis=1), 0.0, atol=1e-6)
+    assert len({m.tobytes() for m in SQUARE_SYMMETRIES.astype(int)}) == 8
+    rng = np.random.default_rng(0)
+    positions = rng.normal(size=(400, 5, 2))
+    mapped = symmetrise(positions, rng)
+    np.testing.assert_allclose(
+        np.linalg.norm(mapped, axis=-1), np.linalg.norm(positions, axis=-1)
+    )
+    # each trajectory is mapped by one matrix, all 8 occur
+    used = set()
+    for before, after in zip(positions, mapped, strict=True):
+        matches = [
+            i
+            for i, m in enumerate(SQUARE_SYMMETRIES)
+            if np.allclose(before @ m.T, after)
+        ]
+        assert len(matches) == 1
+        used.add(matches[0])
+    assert used == set(range(8))
+    with pytest.raises(Exception, match="shape"):
+        symmetrise(positions[..., :1], rng)

@@ -11,7 +11,17 @@ probe). ``probe_raw_placement`` is a linear probe on the **prey's** raw position
 sequence of the episode (25 x 2 numbers), fit on a training split of the episodes
 and scored on the held-out ones (split by episode, stratified by placement);
 ``probe_occupancy_placement`` is the same probe on the episode's occupancy
-histogram, for contrast with Exp 5. ``probe_raw_by_episodes`` refits the raw probe
+histogram, for contrast with Exp 5; ``probe_radius_placement`` the same probe on
+the prey's distance from the arena's centre at each step (25 numbers, a function of
+the raw positions that no rotation or reflection of the square arena changes: both
+placements are symmetric under them, so a placement that changes how far out the
+prey runs but not in which direction is invisible to a linear probe on positions
+unless the trained prey favours some directions). ``probe_raw_by_seed`` fits the
+raw probe within each seed's episodes (its prey's direction preferences are its
+own); ``probe_raw_symmetrised_placement`` fits it after mapping each episode by one
+of the square's 8 rotations and reflections drawn at random, which leaves the game
+and both placements as they are and removes only the prey's direction
+preferences. ``probe_raw_by_episodes`` refits the raw probe
 on random subsets of ``subsample_sizes`` episodes (each label's share kept, the
 same 75/25 split), to tell a data-size effect from a behavioural one: the research
 probed 300 episodes. The top-level figures are ``algo``'s; ``by_algo`` holds every
@@ -63,8 +73,9 @@ class Exp4Config:
     """Further rewards per resource at which every trainer is run and probed."""
     total_steps: int = 2_000_000
     """Environment steps per seed."""
-    num_seeds: int = 3
-    """Training seeds."""
+    num_seeds: int = 6
+    """Training seeds (the research trained 3; each seed's prey has its own
+    direction preferences, which the raw probe reads, so 3 are one small draw)."""
     chains_per_seed: int = 400
     """Episodes each seed's co-trained pair plays for the dataset."""
     grid_size: int = 8
@@ -208,7 +219,7 @@ def _train_and_probe(
             len(labels), config.test_fraction, config.seed, labels
         )
 
-        def score(features):
+        def score(features, train_index=train_index, test_index=test_index):
             return probe_accuracy_split(
                 features[train_index],
                 labels[train_index],
@@ -217,6 +228,15 @@ def _train_and_probe(
                 config.seed,
             )
 
+        def score_within(seed_index):
+            members = np.flatnonzero(dataset["seed_index"] == seed_index)
+            if len(np.unique(labels[members])) < 2:
+                return None  # one placement only: nothing to tell apart
+            train, test = trajectory_data.split_indices(
+                len(members), config.test_fraction, config.seed, labels[members]
+            )
+            return score(raw, members[train], members[test])
+
         collected = dataset["rewards.prey"] > 0.5 * reward
         # Every predator is paid capture_reward per predator-prey overlap.
         captures = dataset["rewards.predator"][:, :, 0].sum() / capture_reward
@@ -224,6 +244,15 @@ def _train_and_probe(
             "probe_raw_by_episodes": _subsampled_probe(raw, labels, config),
             "probe_raw_placement": score(raw),
             "probe_occupancy_placement": score(occ),
+            "probe_radius_placement": score(np.linalg.norm(prey, axis=-1)),
+            "probe_raw_symmetrised_placement": score(
+                symmetrise(prey, np.random.default_rng(config.seed)).reshape(
+                    prey.shape[0], -1
+                )
+            ),
+            "probe_raw_by_seed": [
+                score_within(index) for index in np.unique(dataset["seed_index"])
+            ],
             "resources_per_episode": float(collected.sum() / dataset.num_episodes),
             "captures_per_episode": float(captures / dataset.num_episodes),
             "placement_share_corners": float(np.mean(labels == 1)),
@@ -232,6 +261,12 @@ def _train_and_probe(
 
     stage_config = {
         "data": file_fingerprint(data_path),
+        # what the stage computes: a stage folder from before a figure was added
+        # is redone rather than reused without it
+        "figures": [
+            "raw", "occupancy", "radius", "raw_by_seed", "raw_symmetrised",
+            "raw_by_episodes",
+        ],
         "collect_reward": reward,
         **{
             k: getattr(config, k)
@@ -246,6 +281,29 @@ def _train_and_probe(
         f"[{name}{suffix}] raw placement probe {probed['probe_raw_placement']:.3f}"
     )
     return {**probed, "training": run["summary"]}
+
+
+SQUARE_SYMMETRIES = np.array(
+    [
+        [[c, -s], [s, c]] @ np.diag([1, flip])
+        for c, s in ((1, 0), (0, 1), (-1, 0), (0, -1))
+        for flip in (1, -1)
+    ]
+)
+"""``[8, 2, 2]``: the rotations of the square by 0, 90, 180 and 270 degrees, each
+without and with a reflection in the x axis."""
+
+
+def symmetrise(positions: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``positions`` (``[N, T, 2]``, about the arena's centre) with each of the N
+    trajectories mapped by one of ``SQUARE_SYMMETRIES`` drawn uniformly."""
+    positions = np.asarray(positions)
+    if positions.ndim != 3 or positions.shape[-1] != 2:
+        raise InvalidParameterError(
+            f"positions must have shape [N, T, 2], got {positions.shape}"
+        )
+    maps = SQUARE_SYMMETRIES[rng.integers(0, len(SQUARE_SYMMETRIES), len(positions))]
+    return np.einsum("nij,ntj->nti", maps, positions)
 
 
 def _subsampled_probe(
@@ -306,6 +364,10 @@ def markdown_exp4(results: dict) -> str:
             f"{research['probe_raw_placement']:.2f} |",
             f"| occupancy placement probe | "
             f"{results['probe_occupancy_placement']:.3f} | |",
+            f"| distance-from-centre placement probe | "
+            f"{results['probe_radius_placement']:.3f} | |",
+            f"| raw probe, direction preferences removed | "
+            f"{results['probe_raw_symmetrised_placement']:.3f} | |",
             f"| prey resources per episode | {results['resources_per_episode']:.2f}"
             f" | {research['resources_per_episode']:.2f} |",
             "",
@@ -316,12 +378,19 @@ def markdown_exp4(results: dict) -> str:
             "mean ± std, 5th percentile):",
             "",
             "| trainer | collect reward | captures / episode | prey resources / "
-            "episode | raw probe | occupancy probe | raw probe on subsets |",
-            "|---|---:|---:|---:|---:|---:|---|",
+            "episode | raw probe | raw probe within each seed | raw probe, "
+            "symmetrised | distance probe | occupancy probe | raw probe on subsets |",
+            "|---|---:|---:|---:|---:|---|---:|---:|---:|---|",
             *[
                 f"| `{name}` | {reward} | {row['captures_per_episode']:.2f} | "
                 f"{row['resources_per_episode']:.2f} | "
                 f"{row['probe_raw_placement']:.3f} | "
+                + " / ".join(
+                    "-" if score is None else f"{score:.2f}"
+                    for score in row["probe_raw_by_seed"]
+                )
+                + f" | {row['probe_raw_symmetrised_placement']:.3f}"
+                f" | {row['probe_radius_placement']:.3f} | "
                 f"{row['probe_occupancy_placement']:.3f} | "
                 + "; ".join(
                     f"{size}: {s['mean']:.3f} ± {s['std']:.3f}, p05 {s['p05']:.3f}"
@@ -346,24 +415,32 @@ def _rows(results: dict) -> list[tuple[str, str, dict]]:
 
 
 def plot_exp4(results: dict, out: Path) -> list[Path]:
-    """Bar chart of the two probes of every trainer and collect reward against
+    """Bar chart of the four probes of every trainer and collect reward against
     chance."""
     plt = part1.figure()
     rows = _rows(results)
-    fig, ax = plt.subplots(figsize=(1.6 + 1.2 * len(rows), 3))
+    fig, ax = plt.subplots(figsize=(1.6 + 1.4 * len(rows), 3.2))
     x = np.arange(len(rows))
-    for offset, (field, label) in zip(
-        (-0.2, 0.2),
-        (("probe_raw_placement", "raw"), ("probe_occupancy_placement", "occupancy")),
-        strict=True,
-    ):
-        ax.bar(x + offset, [row[field] for *_, row in rows], 0.4, label=label)
+    fields = (
+        ("probe_raw_placement", "raw positions"),
+        ("probe_raw_symmetrised_placement", "raw, direction preferences removed"),
+        ("probe_radius_placement", "distance from centre"),
+        ("probe_occupancy_placement", "occupancy"),
+    )
+    width = 0.8 / len(fields)
+    for offset, (field, label) in enumerate(fields):
+        ax.bar(
+            x + (offset - (len(fields) - 1) / 2) * width,
+            [row[field] for *_, row in rows],
+            width,
+            label=label,
+        )
     ax.set_xticks(x, [f"{name}\ncollect {reward}" for reward, name, _ in rows])
     ax.tick_params(axis="x", labelsize=7)
     ax.axhline(0.5, ls="--", color="gray", label="chance")
     ax.set_ylim(0, 1)
     ax.set_ylabel("held-out placement probe")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper right")
     fig.tight_layout()
     return [part1.save_figure(fig, out / "exp4_probe.png")]
 
