@@ -1,7 +1,9 @@
-"""Exp 4 (``mopa experiment exp4``): the negative result. On ``tag_resources`` with
-the random placement (circle or corners, a coin flip at each reset) and the prey's
-collect reward raised from 5 to 20, the dominated prey's trajectory still does not
-carry the placement.
+"""Exp 4 (``mopa experiment exp4``): the research's negative result, tested. On
+``tag_resources`` with the random placement (circle or corners, a coin flip at each
+reset) and the prey's collect reward raised from 5 to 20, the research found that a
+linear probe on the dominated prey's raw trajectory reads the placement at chance;
+this measures that probe beside views of the trajectory that can see a change of
+route it cannot.
 
 For each trainer (``algo``, then those in ``compare``), stages ``train_NAME``
 (preset ``exp4_NAME_random`` with ``collect_reward`` 20), ``data_NAME`` (each seed's
@@ -353,7 +355,7 @@ def markdown_exp4(results: dict) -> str:
     research = results["research"]
     return "\n".join(
         [
-            "# Exp 4: a dominated prey's trajectory does not carry the placement",
+            "# Exp 4: does a dominated prey's trajectory carry the placement?",
             "",
             f"Headline trainer: `{results.get('algo', 'iql')}`.",
             "",
@@ -461,6 +463,6 @@ register_experiment(
     },
     "default",
     plot_fn=plot_exp4,
-    description="Exp 4: raw-trajectory placement probe on tag_resources (negative)",
+    description="Exp 4: placement probes of the prey's trajectory on tag_resources",
     markdown_fn=markdown_exp4,
 )
