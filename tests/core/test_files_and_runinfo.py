@@ -1,12 +1,20 @@
 """Atomic writes and run metadata."""
 
 import json
-import subprocess
 
 import pytest
 
+from mopa.core import runinfo
 from mopa.core.files import atomic_write, write_json
-from mopa.core.runinfo import git_sha, package_versions, run_metadata
+from mopa.core.runinfo import (
+    check_clean_for,
+    git_sha,
+    git_state,
+    package_versions,
+    run_metadata,
+)
+from mopa.errors import InvalidParameterError
+from tests.checkouts import make_checkout
 
 
 def test_atomic_write_replaces_whole_or_not_at_all(tmp_path):
@@ -27,18 +35,33 @@ def test_atomic_write_replaces_whole_or_not_at_all(tmp_path):
 
 
 def test_git_sha_clean_dirty_and_outside(tmp_path):
-    assert git_sha(tmp_path) is None
-    run = lambda *args: subprocess.run(  # noqa: E731
-        ["git", *args], cwd=tmp_path, check=True, capture_output=True, text=True
-    ).stdout.strip()
-    run("init", "-q")
-    (tmp_path / "f.txt").write_text("one\n")
-    run("add", "f.txt")
-    run("-c", "user.email=a@b", "-c", "user.name=n", "commit", "-qm", "first")
-    head = run("rev-parse", "HEAD")
+    assert git_sha(tmp_path) is None and git_state(tmp_path) is None
+    head = make_checkout(tmp_path)
     assert git_sha(tmp_path) == head
+    clean = git_state(tmp_path)
+    assert (clean.sha, clean.dirty, clean.diff_sha256) == (head, False, None)
     (tmp_path / "f.txt").write_text("two\n")
     assert git_sha(tmp_path) == f"{head}-dirty"
+    first = git_state(tmp_path)
+    assert first.dirty and len(first.diff_sha256) == 64
+    (tmp_path / "f.txt").write_text("three\n")
+    assert git_state(tmp_path).diff_sha256 != first.diff_sha256  # another change
+
+
+def test_record_folders_are_written_only_from_a_clean_tree(tmp_path, monkeypatch):
+    make_checkout(tmp_path)
+    monkeypatch.setattr(runinfo, "SOURCE", tmp_path)
+    for target in ("results/exp5", "benchmarks/bench_env.json", "runs/exp5"):
+        check_clean_for(tmp_path / target)  # clean: anywhere
+    (tmp_path / "f.txt").write_text("two\n")
+    for target in ("results/exp5", "benchmarks/bench_env.json"):
+        with pytest.raises(InvalidParameterError, match="uncommitted changes"):
+            check_clean_for(tmp_path / target)
+        check_clean_for(tmp_path / target, allow_dirty=True)
+    check_clean_for(tmp_path / "runs/exp5")  # not a record folder
+    meta = run_metadata({})
+    assert meta["git_dirty"] is True and meta["git_sha"].endswith("-dirty")
+    assert meta["git_diff_sha256"] == git_state(tmp_path).diff_sha256
 
 
 def test_run_metadata_records_config_and_versions():

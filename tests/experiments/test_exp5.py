@@ -1,6 +1,6 @@
 """``mopa experiment exp5`` end to end on its quick profile: the files, the
-results schema the issue asks for, and stage reuse (numbers are not checked:
-the quick budgets learn nothing)."""
+results schema the issue asks for, the clean-tree rule for results/, and stage
+reuse (numbers are not checked: the quick budgets learn nothing)."""
 
 import json
 import math
@@ -8,8 +8,11 @@ import shutil
 
 import pytest
 
+from mopa.cli.main import main
+from mopa.core import runinfo
 from mopa.experiments import get_preset, run_experiment
 from mopa.experiments.exp5 import Exp5Config
+from tests.checkouts import make_checkout
 
 LENGTHS = ("25", "50", "100", "150")
 PLOTS = (
@@ -28,10 +31,34 @@ def _stages(config: Exp5Config) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("exp5") / "run"
-    run_experiment("exp5", "quick", out)
+def checkout(tmp_path_factory):
+    """A checkout with an uncommitted change, standing in for mopa's source."""
+    folder = tmp_path_factory.mktemp("checkout")
+    make_checkout(folder)
+    (folder / "f.txt").write_text("changed\n")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runinfo, "SOURCE", folder)
+        yield folder
+
+
+@pytest.fixture(scope="module")
+def quick_run(checkout):
+    """The quick profile written into the dirty checkout's results/, allowed."""
+    out = checkout / "results" / "exp5"
+    argv = ["experiment", "exp5", "--profile", "quick", "--out", str(out)]
+    assert main([*argv, "--allow-dirty"]) == 0
     return out
+
+
+def test_a_dirty_tree_writes_results_only_when_allowed(checkout, quick_run, capsys):
+    out = checkout / "results" / "exp5_refused"
+    assert main(["experiment", "exp5", "--profile", "quick", "--out", str(out)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("mopa: error:") and "--allow-dirty" in line
+    assert not out.exists()
+    meta = json.loads((quick_run / "meta.json").read_text())  # stamped dirty
+    assert meta["git_dirty"] is True and meta["git_sha"].endswith("-dirty")
+    assert len(meta["git_diff_sha256"]) == 64
 
 
 def test_quick_run_writes_results_markdown_and_plots(quick_run):

@@ -7,6 +7,7 @@ import importlib.util
 from pathlib import Path
 
 from mopa.cli import bench_beliefs, bench_ray, bench_train
+from mopa.cli.records import add_record_flags
 from mopa.core.files import write_json
 from mopa.core.runinfo import run_metadata
 from mopa.errors import InvalidParameterError, UnknownNameError
@@ -53,6 +54,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     _add_planner_parser(kinds)
     bench_beliefs.add_parser(kinds)
     bench_ray.add_parser(kinds)
+    for kind in kinds.choices.values():  # every benchmark writes its rows to --json
+        add_record_flags(kind, lambda args: args.json)
 
 
 def _add_planner_parser(kinds: argparse._SubParsersAction) -> None:

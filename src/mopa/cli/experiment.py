@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mopa.cli.records import add_record_flags
 from mopa.errors import InvalidParameterError
 
 
@@ -32,6 +33,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--list", action="store_true", help="list experiments and their profiles"
     )
+    add_record_flags(parser, lambda args: args.out)
     parser.set_defaults(run=run)
 
 

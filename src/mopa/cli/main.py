@@ -20,7 +20,9 @@ from mopa.cli import (
     reproduce,
     tournament,
     train,
+    verify,
 )
+from mopa.cli.records import check_record_output
 from mopa.errors import MopaError
 
 
@@ -40,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     lemol.add_parser(commands)
     tournament.add_parser(commands)
     league.add_parser(commands)
+    verify.add_parser(commands)
     return parser
 
 
@@ -53,6 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "profile", None) == "quick":
         use_quick_compile()  # a quick profile's time is mostly compilation
     try:
+        check_record_output(args)
         return args.run(args) or 0
     except MopaError as error:
         print(f"mopa: error: {error}", file=sys.stderr)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mopa.cli.records import add_record_flags
+
 REPRODUCIBLE = ("intent",)
 """Experiments ``mopa reproduce`` runs (each registered with ``quick`` and
 ``default`` profiles)."""
@@ -32,6 +34,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--out", type=Path, help="output folder (default: runs/NAME/PROFILE)"
     )
+    add_record_flags(parser, lambda args: args.out)
     parser.set_defaults(run=run)
 
 

@@ -1,13 +1,22 @@
-"""Run metadata written beside every result: package versions and the git SHA."""
+"""Run metadata written beside every result: package versions, the git SHA and
+whether the tree was dirty; and the rule that the repository's own results/ and
+benchmarks/ are written only from a clean tree."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import importlib.metadata
 import platform
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from mopa.errors import InvalidParameterError
+
+SOURCE = Path(__file__).resolve().parent
+"""mopa's source: the checkout whose commit a run records."""
 
 PACKAGES = ("mopa", "jax", "jaxlib", "flax", "optax", "chex", "numpy", "jaxmarl")
 
@@ -24,37 +33,91 @@ def package_versions(packages: tuple[str, ...] = PACKAGES) -> dict[str, str | No
     return versions
 
 
+@dataclasses.dataclass(frozen=True)
+class GitState:
+    """Where mopa's source comes from: the checkout's commit and whether its
+    tracked files differ from it (``diff_sha256``: SHA-256 of ``git diff HEAD
+    --binary``, so two dirty runs can be told apart)."""
+
+    root: Path
+    sha: str
+    dirty: bool
+    diff_sha256: str | None
+
+
+def git_state(directory: str | Path | None = None) -> GitState | None:
+    """The git state of the checkout holding ``directory`` (default: mopa's source),
+    or ``None`` outside a git checkout."""
+    directory = Path(directory) if directory else SOURCE
+
+    def git(*args: str) -> bytes:
+        return subprocess.run(
+            ["git", *args], cwd=directory, capture_output=True, check=True, timeout=10
+        ).stdout
+
+    try:
+        root = Path(git("rev-parse", "--show-toplevel").decode().strip())
+        sha = git("rev-parse", "HEAD").decode().strip()
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no").strip())
+        diff = git("diff", "HEAD", "--binary") if dirty else b""
+    except (OSError, subprocess.SubprocessError):
+        return None
+    digest = hashlib.sha256(diff).hexdigest() if dirty else None
+    return GitState(root, sha, dirty, digest)
+
+
 def git_sha(directory: str | Path | None = None) -> str | None:
     """The commit checked out where mopa's source lives (with ``-dirty`` when the
     work tree has uncommitted changes), or ``None`` outside a git checkout."""
-    directory = Path(directory) if directory else Path(__file__).resolve().parent
-
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", *args],
-            cwd=directory,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=10,
-        ).stdout.strip()
-
-    try:
-        sha = git("rev-parse", "HEAD")
-        dirty = git("status", "--porcelain", "--untracked-files=no")
-    except (OSError, subprocess.SubprocessError):
+    state = git_state(directory)
+    if state is None:
         return None
-    return f"{sha}-dirty" if dirty else sha
+    return f"{state.sha}-dirty" if state.dirty else state.sha
+
+
+RECORD_FOLDERS = ("results", "benchmarks")
+"""The repository's folders of committed figures: written only from a clean tree."""
+
+
+def check_clean_for(path: str | Path, allow_dirty: bool = False) -> None:
+    """Refuse to write ``path`` inside the repository's own ``results/`` or
+    ``benchmarks/`` while mopa's source has uncommitted changes: a figure there
+    must name the commit that produced it.
+
+    Args:
+        path: the folder or file about to be written.
+        allow_dirty: write anyway (its ``meta.json`` then names a dirty tree).
+
+    Raises:
+        InvalidParameterError: ``path`` is a record folder of a dirty checkout.
+    """
+    if allow_dirty:
+        return
+    state = git_state()
+    if state is None or not state.dirty:
+        return
+    target = Path(path).resolve()
+    for folder in RECORD_FOLDERS:
+        if target.is_relative_to(state.root / folder):
+            raise InvalidParameterError(
+                f"{path} is in the repository's {folder}/ and the source has "
+                "uncommitted changes: commit first, or pass --allow-dirty"
+            )
 
 
 def run_metadata(config: dict[str, Any]) -> dict[str, Any]:
-    """``{"config", "versions", "git_sha", "platform", "devices"}`` for a run."""
+    """``{"config", "versions", "git_sha", "git_dirty", "git_diff_sha256",
+    "platform", "machine"}`` for a run (call it when the run starts: the source
+    it records is the source that ran)."""
     import jax
 
+    state = git_state()
     return {
         "config": config,
         "versions": package_versions(),
-        "git_sha": git_sha(),
+        "git_sha": None if state is None else state.sha + "-dirty" * state.dirty,
+        "git_dirty": None if state is None else state.dirty,
+        "git_diff_sha256": None if state is None else state.diff_sha256,
         "platform": platform.platform(),
         "machine": {"cpus": _cpu_count(), "devices": [str(d) for d in jax.devices()]},
     }

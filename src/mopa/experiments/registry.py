@@ -174,21 +174,22 @@ def run_experiment(
     if seeds is not None and seeds < 1:
         raise InvalidParameterError(f"seeds must be >= 1, got {seeds}")
     progress = progress or (lambda line: None)
+    described = {
+        "experiment": name,
+        "preset": preset,
+        "seeds": seeds,
+        "config": config_dict(config),
+    }
+    meta = run_metadata(described)  # the source as it was when the run started
     start = time.perf_counter()
     stages = Stages(None if out is None else Path(out) / "stages", progress)
     results = experiment.run_fn(config, seeds, progress, stages)
     elapsed = time.perf_counter() - start
     if out is not None:
         out = Path(out)
-        described = {
-            "experiment": name,
-            "preset": preset,
-            "seeds": seeds,
-            "config": config_dict(config),
-        }
         write_json(out / "results.json", results)
         write_json(out / "config.json", described)
-        write_json(out / "meta.json", {**run_metadata(described), "wall_s": elapsed})
+        write_json(out / "meta.json", {**meta, "wall_s": elapsed})
         if experiment.markdown_fn is not None:
             text = experiment.markdown_fn(results)
             atomic_write(out / "results.md", lambda file: file.write(text.encode()))

@@ -1,0 +1,41 @@
+"""The repository's record folders (``results/``, ``benchmarks/``) from the CLI:
+every command that writes figures declares its output with
+:func:`add_record_flags`, and :func:`check_record_output` refuses, before any work,
+to write one of those folders from a dirty tree unless ``--allow-dirty`` is given."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+from mopa.core.runinfo import check_clean_for
+
+
+def add_record_flags(
+    parser: argparse.ArgumentParser,
+    output: Callable[[argparse.Namespace], Path | None],
+) -> None:
+    """Give ``parser`` the ``--allow-dirty`` flag and declare where it writes.
+
+    Args:
+        parser: a command that writes results or benchmark figures.
+        output: ``output(args)`` is the folder or file the command will write
+            (``None``: it writes none).
+    """
+    parser.add_argument(
+        "--allow-dirty",
+        action="store_true",
+        help="write into the repository's results/ or benchmarks/ even with "
+        "uncommitted changes (meta.json then records the dirty tree)",
+    )
+    parser.set_defaults(record_output=output)
+
+
+def check_record_output(args: argparse.Namespace) -> None:
+    """Refuse a command that would write the repository's record folders from a
+    dirty tree (see :func:`mopa.core.runinfo.check_clean_for`)."""
+    output = getattr(args, "record_output", None)
+    path = None if output is None else output(args)
+    if path is not None:
+        check_clean_for(path, args.allow_dirty)

@@ -1,0 +1,284 @@
+"""Rerun a result folder's experiment and compare every number (``mopa verify``).
+
+A result folder written by :func:`~mopa.experiments.run_experiment` records what
+produced it: ``config.json`` names the experiment, its preset, the seed override and
+the whole config; ``meta.json`` the commit and machine. :func:`verify_folder` reruns
+that experiment from nothing into a scratch folder (reusing no stage of the
+committed folder) and :func:`compare_results` sets every number of the two
+``results.json`` side by side::
+
+    report = verify_folder("results/exp3", scratch="/tmp/exp3_rerun")
+    report.ok, [c for c in report.comparisons if not c.ok]
+
+Tolerances. Integers, booleans and text must match exactly. Floats must agree to
+:data:`FLOAT_RTOL` relative (plus :data:`FLOAT_ATOL` absolute, for values at zero).
+XLA on the CPU is deterministic for a given program, set of flags and device count,
+so a rerun at the committed commit repeats every float bit for bit; what may still
+move is the last bit or two of a float32 figure (about 1e-7 relative) when a
+library summarises it in another order (a NumPy or SciPy reduction over a few
+hundred values). 1e-5 relative is a hundred times that, and a thousand times
+smaller than the least change a results table shows (three significant figures), so
+a real change in behaviour never passes as rounding. Wall times, compile times and
+CPU seconds (:func:`is_timing`) are shown but never compared: they measure the
+machine, not the code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mopa.errors import InvalidParameterError
+from mopa.experiments.registry import config_dict, get_preset, run_experiment
+
+FLOAT_RTOL = 1e-5
+"""Relative tolerance for floats (see the module docstring for why)."""
+FLOAT_ATOL = 1e-8
+"""Absolute tolerance for floats, for figures at or near zero."""
+
+_TIMING = re.compile(r"(wall|compile|cpu|timing|elapsed)\w*_s(_|$)")
+
+
+def is_timing(path: str) -> bool:
+    """Whether the figure at ``path`` (``a.b.0.c``) is a time measurement: a key
+    such as ``wall_s``, ``compile_s``, ``cpu_s_per_outer_step_per_seed`` or one
+    inside ``timing_s`` / ``stage_wall_s``."""
+    return any(_TIMING.search(part) for part in path.split("."))
+
+
+def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
+    """Every leaf of a JSON tree by its dotted path (list items by index)."""
+    if isinstance(tree, dict):
+        items = ((str(key), value) for key, value in tree.items())
+    elif isinstance(tree, list):
+        items = ((str(i), value) for i, value in enumerate(tree))
+    else:
+        return {prefix: tree}
+    leaves: dict[str, Any] = {}
+    for key, value in items:
+        leaves.update(flatten(value, f"{prefix}.{key}" if prefix else key))
+    return leaves
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """One figure of ``results.json``, committed against rerun."""
+
+    path: str
+    committed: Any
+    rerun: Any
+    kind: str
+    """``int``, ``float``, ``bool``, ``text``, ``null``, ``timing`` (shown, not
+    compared), ``missing`` (not in the rerun) or ``extra`` (only in the rerun)."""
+    ok: bool
+
+    @property
+    def difference(self) -> float | None:
+        """``rerun - committed`` for numbers, else ``None``."""
+        numbers = (self.committed, self.rerun)
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in numbers):
+            return self.rerun - self.committed
+        return None
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    return "text"
+
+
+def _same(committed: Any, rerun: Any, rtol: float, atol: float) -> bool:
+    if _kind(committed) == "float" or _kind(rerun) == "float":
+        if _kind(committed) not in ("int", "float") or _kind(rerun) not in (
+            "int",
+            "float",
+        ):
+            return False
+        if math.isnan(committed) or math.isnan(rerun):
+            return math.isnan(committed) and math.isnan(rerun)
+        return math.isclose(committed, rerun, rel_tol=rtol, abs_tol=atol)
+    return _kind(committed) == _kind(rerun) and committed == rerun
+
+
+def compare_results(
+    committed: Any,
+    rerun: Any,
+    rtol: float = FLOAT_RTOL,
+    atol: float = FLOAT_ATOL,
+) -> list[Comparison]:
+    """Every leaf of two results trees side by side, in the committed order (then
+    the rerun's extra leaves).
+
+    Args:
+        committed: the committed ``results.json``, parsed.
+        rerun: the rerun's, parsed.
+        rtol, atol: float tolerances.
+
+    Returns:
+        One :class:`Comparison` per leaf; timings always count as ``ok``.
+    """
+    old, new = flatten(committed), flatten(rerun)
+    rows = []
+    for path, value in old.items():
+        if path not in new:
+            rows.append(Comparison(path, value, None, "missing", False))
+        elif is_timing(path):
+            rows.append(Comparison(path, value, new[path], "timing", True))
+        else:
+            ok = _same(value, new[path], rtol, atol)
+            rows.append(Comparison(path, value, new[path], _kind(value), ok))
+    rows += [
+        Comparison(path, None, value, "extra", False)
+        for path, value in new.items()
+        if path not in old
+    ]
+    return rows
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordedRun:
+    """What a result folder says produced it."""
+
+    experiment: str
+    preset: str
+    seeds: int | None
+    git_sha: str | None
+    devices: int | None
+
+    @property
+    def command(self) -> str:
+        seeds = "" if self.seeds is None else f" --seeds {self.seeds}"
+        return f"mopa experiment {self.experiment} --profile {self.preset}{seeds}"
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise InvalidParameterError(f"{path} is missing") from None
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise InvalidParameterError(f"{path} is not readable JSON ({error})") from None
+
+
+def recorded_run(folder: str | Path) -> RecordedRun:
+    """Read the command a result folder records, and check the code still has it.
+
+    Raises:
+        InvalidParameterError: the folder is missing, lacks ``config.json`` /
+            ``meta.json`` / ``results.json``, records no experiment, or records a
+            config that the experiment's preset no longer has (the differing
+            field is named: rerunning the preset would verify something else).
+        UnknownNameError: the experiment or preset is not registered.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InvalidParameterError(f"{folder} is not a result folder")
+    described = _read_json(folder / "config.json")
+    meta = _read_json(folder / "meta.json")
+    _read_json(folder / "results.json")
+    if not isinstance(described, dict) or not {"experiment", "preset"} <= set(
+        described
+    ):
+        raise InvalidParameterError(
+            f"{folder / 'config.json'} records no experiment and preset "
+            "(mopa verify reruns folders written by mopa experiment / reproduce)"
+        )
+    seeds = described.get("seeds")
+    if seeds is not None and (isinstance(seeds, bool) or not isinstance(seeds, int)):
+        raise InvalidParameterError(f"{folder / 'config.json'}: bad seeds {seeds!r}")
+    current = json.loads(
+        json.dumps(
+            config_dict(get_preset(described["experiment"], described["preset"]))
+        )
+    )
+    recorded, now = flatten(described.get("config")), flatten(current)
+    for path in sorted(set(recorded) | set(now)):
+        if recorded.get(path, "<absent>") != now.get(path, "<absent>"):
+            raise InvalidParameterError(
+                f"{folder} was written with {described['experiment']}'s preset "
+                f"{described['preset']!r} at {path} = "
+                f"{recorded.get(path, '<absent>')!r}; the preset now has "
+                f"{now.get(path, '<absent>')!r}"
+            )
+    machine = meta.get("machine") if isinstance(meta, dict) else None
+    devices = machine.get("devices") if isinstance(machine, dict) else None
+    return RecordedRun(
+        described["experiment"],
+        described["preset"],
+        seeds,
+        meta.get("git_sha") if isinstance(meta, dict) else None,
+        len(devices) if isinstance(devices, list) else None,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class VerifyReport:
+    """The outcome of :func:`verify_folder`."""
+
+    run: RecordedRun
+    comparisons: list[Comparison]
+    wall_s: float
+    scratch: Path
+
+    @property
+    def failures(self) -> list[Comparison]:
+        return [c for c in self.comparisons if not c.ok]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def verify_folder(
+    folder: str | Path,
+    scratch: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
+    rtol: float = FLOAT_RTOL,
+    atol: float = FLOAT_ATOL,
+) -> VerifyReport:
+    """Rerun the experiment recorded in ``folder`` from nothing and compare.
+
+    Args:
+        folder: a folder written by ``mopa experiment`` or ``mopa reproduce``.
+        scratch: where the rerun writes (an empty or absent folder, or one left by
+            an interrupted verify of the same folder, whose finished stages are
+            reused); ``None``: a temporary folder, removed afterwards.
+        progress: called with one line at a time.
+        rtol, atol: float tolerances.
+
+    Raises:
+        InvalidParameterError: see :func:`recorded_run`; or ``scratch`` is the
+            committed folder or inside it.
+    """
+    folder = Path(folder)
+    run = recorded_run(folder)
+    committed = _read_json(folder / "results.json")
+    if scratch is None:
+        with tempfile.TemporaryDirectory(prefix="mopa-verify-") as temporary:
+            return verify_folder(folder, temporary, progress, rtol, atol)
+    scratch = Path(scratch)
+    if scratch.resolve().is_relative_to(folder.resolve()):
+        raise InvalidParameterError(
+            f"scratch folder {scratch} is inside {folder}: the rerun must not reuse "
+            "the committed folder"
+        )
+    start = time.perf_counter()
+    rerun = run_experiment(run.experiment, run.preset, scratch, run.seeds, progress)
+    wall_s = time.perf_counter() - start
+    rerun = json.loads(json.dumps(rerun))  # as results.json stores it
+    return VerifyReport(
+        run, compare_results(committed, rerun, rtol, atol), wall_s, scratch
+    )
