@@ -32,6 +32,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Model opponents, plan adversarially: games, opponent models "
         "and planners for adversarial co-training in JAX.",
     )
+    parser.add_argument(
+        "--no-compile-cache",
+        action="store_true",
+        help="compile every program afresh: neither read nor write the persistent "
+        "compilation cache (also MOPA_COMPILE_CACHE=0; MOPA_COMPILE_CACHE_DIR "
+        "moves it from ~/.cache/mopa/jax)",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     bench.add_parser(commands)
     envs.add_parsers(commands)
@@ -50,8 +57,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    from mopa.core.compile_cache import use_compile_cache
     from mopa.core.devices import use_cpu_devices, use_quick_compile
 
+    use_compile_cache(enabled=not args.no_compile_cache)
     use_cpu_devices()
     if getattr(args, "profile", None) == "quick":
         use_quick_compile()  # a quick profile's time is mostly compilation
