@@ -25,3 +25,17 @@ class InvalidActionError(MopaError, ValueError):
 
 class CheckpointError(MopaError, ValueError):
     """A checkpoint or run folder that is missing, corrupt, or does not fit."""
+
+
+class UsageError(MopaError, ValueError):
+    """Command-line arguments that do not parse (an unknown flag, a missing one, a
+    word where a number is expected)."""
+
+
+class PathError(MopaError, ValueError):
+    """A path of the wrong kind (a file for a folder), holding something it should
+    not (a corrupt league database), or where nothing can be written."""
+
+
+class MissingPathError(PathError, FileNotFoundError):
+    """A file or folder that should exist and does not."""

@@ -63,7 +63,11 @@ def test_encoder_configs_are_the_experiments_sizes():
         (["--encoders", "gan"], UnknownNameError, "unknown encoder 'gan'"),
         (["--batches", "0"], InvalidParameterError, "--batches must all be >= 1"),
         (["--repeats", "0"], InvalidParameterError, "--repeats must be >= 1"),
-        (["--seconds", "-1"], InvalidParameterError, "--seconds must be >= 0"),
+        (
+            ["--seconds", "-1"],
+            InvalidParameterError,
+            "--seconds must be a finite number >= 0",
+        ),
     ],
 )
 def test_bad_input_is_named(argv, error, message):

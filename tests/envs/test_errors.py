@@ -49,7 +49,7 @@ def test_negative_speeds(field):
     ("overrides", "message"),
     [
         ({"num_predators": 0}, "num_predators must be >= 1"),
-        ({"num_predators": 2.5}, "num_predators must be int"),
+        ({"num_predators": 2.5}, "num_predators must be a whole number"),
         ({"shape_dir": 2.0}, "shape_dir must be -1, 0 or 1"),
         ({"resource_placement": "spiral"}, "resource_placement must be one of"),
         ({"max_steps": 0}, "max_steps must be >= 1"),

@@ -248,7 +248,9 @@ def test_bad_structure_is_refused_with_the_field_named():
         make("push", num_landmarks=3)
     with pytest.raises(InvalidParameterError, match="num_good must be >= 1"):
         make("adversary", num_good=0)
-    with pytest.raises(InvalidParameterError, match="continuous_actions must be bool"):
+    with pytest.raises(
+        InvalidParameterError, match="continuous_actions must be true or false"
+    ):
         make("push", continuous_actions=1)
     with pytest.raises(InvalidParameterError, match="good_accel must be >= 0"):
         make("adversary", good_accel=-1.0)

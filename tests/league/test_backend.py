@@ -158,7 +158,7 @@ def test_ray_backend_without_ray_names_the_extra(players, monkeypatch, capsys):
         (["--backend", "dask"], "unknown --backend 'dask'"),
         (["--ray-workers", "2"], "need --backend ray"),
         (["--backend", "ray", "--ray-workers", "0"], "--ray-workers must be >= 1"),
-        (["--n-episodes", "0"], "n_episodes must be >= 1"),
+        (["--n-episodes", "0"], "--n-episodes must be >= 1"),
         (["--opponent", "scripted_l9"], "unknown opponent 'scripted_l9'"),
     ],
 )
@@ -202,8 +202,8 @@ def test_jax_settings_are_checked():
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--workers", "0"], "num_workers must be >= 1"),
-        (["--episodes", "0"], "n_episodes must be >= 1"),
+        (["--workers", "0"], "--workers must be >= 1"),
+        (["--episodes", "0"], "--episodes must be >= 1"),
     ],
 )
 def test_bench_ray_bad_input_is_one_line(extra, message, capsys, tmp_path):

@@ -11,7 +11,12 @@ import time
 import numpy as np
 import pytest
 
-from mopa.errors import InvalidParameterError
+from mopa.errors import (
+    InvalidParameterError,
+    MissingPathError,
+    PathError,
+    UnknownNameError,
+)
 from mopa.league.manifest import CheckpointManifest
 from mopa.league.pool import OpponentPool, SnapshotTrigger
 from mopa.league.ratings import EloRatings
@@ -127,13 +132,13 @@ def test_registry_validates_names(tmp_path):
                 registry.register("battalion", bad, checkpoint)
         with pytest.raises(ValueError, match="unknown echelon"):
             registry.register("corps", "v1", checkpoint)
-        with pytest.raises(FileNotFoundError):
+        with pytest.raises(MissingPathError, match="no checkpoint at"):
             registry.register("brigade", "v1", tmp_path / "missing")
         registry.register("division", "v2", checkpoint)
         assert [e.version for e in registry.list("division")] == ["v2"]
         assert len(registry.list()) == 2
         registry.remove("division", "v2")
-        with pytest.raises(KeyError):
+        with pytest.raises(UnknownNameError, match="division/v2 is not registered"):
             registry.get("division", "v2")
 
 
@@ -177,3 +182,68 @@ def test_export_import_round_trip(tmp_path):
     for key in ("elo", "policy_registry", "state"):
         assert again[key] == exported[key]
     assert [r["artifact_type"] for r in again["manifest"]] == ["best"]
+
+
+def _tree(root):
+    """Every file under ``root`` with its bytes and modification time."""
+    return {
+        p.relative_to(root).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_read_only_store_reads_and_changes_nothing(tmp_path):
+    root = tmp_path / "league"
+    with LeagueStore(root) as store:
+        EloRatings(store).update("a", "scripted_l1", [1.0, 1.0])
+    before = _tree(tmp_path)
+    assert list(before) == ["league/league.sqlite"]  # the WAL is folded in on close
+    with LeagueStore(root, read_only=True) as store:
+        assert EloRatings(store).games("a") == 2
+        assert len(store.matches()) == 2
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            store.put_state("k", 1)
+    assert _tree(tmp_path) == before
+
+
+def test_read_only_store_sees_a_writer_that_is_still_open(tmp_path):
+    root = tmp_path / "league"
+    with LeagueStore(root) as writer:
+        EloRatings(writer).update("a", "scripted_l1", [1.0])  # in the WAL, open
+        assert (root / "league.sqlite-wal").exists()
+        with LeagueStore(root, read_only=True) as reader:
+            assert EloRatings(reader).games("a") == 1
+
+
+def test_a_missing_or_broken_league_is_refused_without_creating_one(tmp_path):
+    (tmp_path / "file.txt").write_text("x")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "league.sqlite").write_bytes(b"not a database" * 100)
+    (tmp_path / "other").mkdir()
+    sqlite3.connect(tmp_path / "other" / "league.sqlite").execute(
+        "CREATE TABLE t (x)"
+    ).connection.close()
+    before = _tree(tmp_path)
+    for root, kwargs, message in [
+        ("missing", {"read_only": True}, "no league at .*missing"),
+        ("missing", {"create": False}, "no league at .*missing"),
+        ("file.txt", {}, "file.txt is not a league folder"),
+        ("bad", {"read_only": True}, "is not a league database"),
+        ("bad", {}, "is not a league database"),
+        ("other", {"read_only": True}, "is not a league database .no manifest table"),
+    ]:
+        with pytest.raises(PathError, match=message):
+            LeagueStore(tmp_path / root, **kwargs)
+    assert _tree(tmp_path) == before
+    assert not (tmp_path / "missing").exists()
+
+
+def test_import_of_a_malformed_export_merges_nothing(tmp_path):
+    with LeagueStore(tmp_path / "league") as store:
+        EloRatings(store).update("a", "scripted_l1", [1.0])
+        before = store.export_json()
+        bad = {"elo": {"ratings": {"b": 1500.0}}, "pool": [{"side": "run"}]}
+        with pytest.raises(InvalidParameterError, match="not a league export"):
+            store.import_json(bad)
+        assert store.export_json() == before  # the ratings of the import rolled back

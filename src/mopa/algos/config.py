@@ -12,7 +12,12 @@ import dataclasses
 import json
 from typing import Any
 
+from mopa.core import checks
 from mopa.errors import InvalidParameterError
+
+MIN_METRICS = 4
+"""Metrics every trainer logs per update at least (episodes, a return per team and
+a loss): each is a ``[seed, update]`` float32 array held in memory."""
 
 
 def _freeze(value: Any) -> Any:
@@ -50,8 +55,8 @@ class TrainConfig:
     written between chunks."""
 
     def __post_init__(self):
+        checks.check_fields(self)
         object.__setattr__(self, "env_overrides", _freeze(self.env_overrides))
-        object.__setattr__(self, "frozen", _freeze(self.frozen))
         self.check_positive(
             "total_steps", "num_envs", "num_steps", "num_seeds", "num_chunks"
         )
@@ -60,18 +65,18 @@ class TrainConfig:
                 f"total_steps ({self.total_steps}) must be at least num_envs x "
                 f"num_steps ({self.steps_per_update})"
             )
-        if self.seed < 0:
-            raise InvalidParameterError(f"seed must be >= 0, got {self.seed}")
-        for pair in self.frozen:
-            if len(pair) != 2 or not all(isinstance(p, str) for p in pair):
-                raise InvalidParameterError(
-                    f"frozen entries must be (team, source) pairs, got {pair!r}"
-                )
-        for pair in self.env_overrides:
-            if len(pair) != 2 or not isinstance(pair[0], str):
-                raise InvalidParameterError(
-                    f"env_overrides entries must be (field, value) pairs, got {pair!r}"
-                )
+        checks.check_seed("seed", self.seed)
+        checks.check_count("num_envs x num_steps", self.steps_per_update)
+        checks.check_fits_memory(
+            "total_steps",
+            MIN_METRICS * 4 * self.num_seeds * self.num_updates,
+            f"the metrics of {self.num_updates:,} updates x {self.num_seeds} seeds",
+        )
+        if self.num_updates > checks.MAX_COUNT:
+            raise InvalidParameterError(
+                f"total_steps is too large: {self.num_updates:,} updates exceed "
+                "2**31 - 1"
+            )
 
     # -- derived ---------------------------------------------------------------------
     @property
@@ -88,17 +93,10 @@ class TrainConfig:
 
     # -- validation helpers ----------------------------------------------------------
     def check_positive(self, *names: str) -> None:
-        for name in names:
-            value = getattr(self, name)
-            if not value > 0:
-                raise InvalidParameterError(f"{name} must be > 0, got {value}")
+        checks.check_positive(self, *names)
 
     def check_range(self, name: str, low: float, high: float) -> None:
-        value = getattr(self, name)
-        if not low <= value <= high:
-            raise InvalidParameterError(
-                f"{name} must be in [{low}, {high}], got {value}"
-            )
+        checks.check_range(self, name, low, high)
 
     # -- serialisation ---------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

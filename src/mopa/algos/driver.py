@@ -44,7 +44,7 @@ from mopa.algos.registry import trainer_factory
 from mopa.algos.trainer import Trainer, seed_keys
 from mopa.core import checkpoint
 from mopa.core.devices import dividing_devices
-from mopa.core.files import atomic_write, write_json
+from mopa.core.files import atomic_write, check_output_folder, write_json
 from mopa.core.runinfo import run_metadata
 from mopa.errors import CheckpointError
 
@@ -174,9 +174,11 @@ def run_training(
     if game is not None and out is not None:
         raise CheckpointError("a run on a custom game cannot be saved to a folder")
     start_time = time.perf_counter()
-    trainer = trainer_factory(config)(config, game)
-    out = Path(out) if out is not None else None
     config_dict = config.to_dict()
+    if out is not None:  # refuse a folder that cannot take this run before any work
+        out = check_output_folder(out, "out")
+        _check_saved_config(out, config_dict)
+    trainer = trainer_factory(config)(config, game)
     carry = jax.jit(jax.vmap(trainer.init))(seed_keys(config))
     history: dict[str, list[np.ndarray]] = {}
     timing: list[dict[str, float]] = []
@@ -284,21 +286,6 @@ def _prepare_folder(out: Path, config, config_dict, carry, meta):
     """Start or resume the run in ``out``; returns ``(chunks, carry, history,
     timing)``."""
     config_path = out / "config.json"
-    if config_path.exists():
-        try:
-            saved = json.loads(config_path.read_text())
-        except (OSError, ValueError):
-            raise CheckpointError(f"{config_path} is not readable JSON") from None
-        if saved != config_dict:
-            changed = sorted(
-                k
-                for k in set(saved) | set(config_dict)
-                if saved.get(k) != config_dict.get(k)
-            )
-            raise CheckpointError(
-                f"{out} holds a run with another config (differs in "
-                f"{', '.join(changed)}); choose a new --out folder"
-            )
     state_path = out / checkpoint.STATE_FILE
     if not state_path.exists():
         write_json(config_path, config_dict)
@@ -311,6 +298,29 @@ def _prepare_folder(out: Path, config, config_dict, carry, meta):
         raise CheckpointError(f"{out} holds a finished run; choose a new --out folder")
     history, timing = _read_history(out, chunks, chunk_bounds(config))
     return chunks, carry, history, timing
+
+
+def _check_saved_config(out: Path, config_dict: dict[str, Any]) -> None:
+    """Raise unless ``out`` holds no run or a run of ``config_dict``."""
+    config_path = out / "config.json"
+    if not config_path.exists():
+        return
+    try:
+        saved = json.loads(config_path.read_text())
+    except (OSError, ValueError):
+        raise CheckpointError(f"{config_path} is not readable JSON") from None
+    if not isinstance(saved, dict):
+        raise CheckpointError(f"{config_path} is not a run's config")
+    if saved != config_dict:
+        changed = sorted(
+            k
+            for k in set(saved) | set(config_dict)
+            if saved.get(k) != config_dict.get(k)
+        )
+        raise CheckpointError(
+            f"{out} holds a run with another config (differs in "
+            f"{', '.join(changed)}); choose a new --out folder"
+        )
 
 
 def _read_history(out: Path, chunks: int, bounds: list[tuple[int, int]]):

@@ -35,11 +35,12 @@ def bench_train(
         "steps_per_s", "hidden", "devices"}``; ``steps`` is per seed (whole updates
         only); ``devices`` is how many devices the seeds were spread over.
     """
+    configs = [  # every config is checked before the first run trains
+        make_config(algo, env=env, total_steps=steps, num_seeds=seeds, **fields)
+        for algo, env in runs
+    ]
     rows = []
-    for algo, env in runs:
-        config = make_config(
-            algo, env=env, total_steps=steps, num_seeds=seeds, **fields
-        )
+    for (algo, env), config in zip(runs, configs, strict=True):
         result = run_training(config)
         done = config.num_updates * config.steps_per_update
         row = {

@@ -8,9 +8,10 @@ from pathlib import Path
 
 from mopa.cli import bench_beliefs, bench_ray, bench_train
 from mopa.cli.records import add_record_flags
-from mopa.core.files import write_json
+from mopa.core.checks import check_count, check_counts
+from mopa.core.files import check_output_file, write_json
 from mopa.core.runinfo import run_metadata
-from mopa.errors import InvalidParameterError, UnknownNameError
+from mopa.errors import UnknownNameError
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -108,10 +109,10 @@ def run_planner(args: argparse.Namespace) -> int:
         ("--horizon", args.horizon),
         ("--repeats", args.repeats),
     ):
-        if value < 1:
-            raise InvalidParameterError(f"{name} must be >= 1, got {value}")
-    if any(h < 1 for h in args.hidden):
-        raise InvalidParameterError(f"--hidden must all be >= 1, got {args.hidden}")
+        check_count(name, value)
+    check_counts("--hidden", args.hidden)
+    if args.json:
+        check_output_file(args.json, "--json")
     print(
         f"{'mode':9s} {'batch':>5s} {'cands':>5s} {'decisions/s':>12s} "
         f"{'greedy/s':>10s} {'slowdown':>8s} {'imagined/s':>11s} {'env/s':>11s} "
@@ -163,10 +164,10 @@ def run_env(args: argparse.Namespace) -> int:
             f"choose from {', '.join(BENCH_ENVS)}"
         )
     for name, value in (("--repeats", args.repeats), ("--steps", args.steps)):
-        if value < 1:
-            raise InvalidParameterError(f"{name} must be >= 1, got {value}")
-    if any(b < 1 for b in args.batches):
-        raise InvalidParameterError(f"--batches must all be >= 1, got {args.batches}")
+        check_count(name, value)
+    check_counts("--batches", args.batches)
+    if args.json:
+        check_output_file(args.json, "--json")
     include_jaxmarl = not args.no_jaxmarl
     if include_jaxmarl and importlib.util.find_spec("jaxmarl") is None:
         print("jaxmarl is not installed (pip install 'mopa[dev]'): measuring mopa only")

@@ -4,9 +4,11 @@ online belief update (:mod:`mopa.bench.belief_speed`)."""
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
-from mopa.core.files import write_json
+from mopa.core.checks import check_count, check_counts
+from mopa.core.files import check_output_file, write_json
 from mopa.core.runinfo import run_metadata
 from mopa.errors import InvalidParameterError, UnknownNameError
 
@@ -86,14 +88,17 @@ def run_beliefs(args: argparse.Namespace) -> int:
                 f"unknown {flag[2:-1]} {unknown[0]!r}; choose from {', '.join(known)}"
             )
     for flag, value in (("--repeats", args.repeats), ("--updates", args.updates)):
-        if value is not None and value < 1:
-            raise InvalidParameterError(f"{flag} must be >= 1, got {value}")
-    if any(b < 1 for b in args.batches):
-        raise InvalidParameterError(f"--batches must all be >= 1, got {args.batches}")
-    if args.seconds < 0:
-        raise InvalidParameterError(f"--seconds must be >= 0, got {args.seconds}")
-    if args.hidden is not None and any(h < 1 for h in args.hidden):
-        raise InvalidParameterError(f"--hidden must all be >= 1, got {args.hidden}")
+        if value is not None:
+            check_count(flag, value)
+    check_counts("--batches", args.batches)
+    if not 0 <= args.seconds < math.inf:
+        raise InvalidParameterError(
+            f"--seconds must be a finite number >= 0, got {args.seconds}"
+        )
+    if args.hidden is not None:
+        check_counts("--hidden", args.hidden)
+    if args.json:
+        check_output_file(args.json, "--json")
     hidden = None if args.hidden is None else tuple(args.hidden)
 
     def show_encoder(row):

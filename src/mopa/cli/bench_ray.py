@@ -8,7 +8,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from mopa.core.files import write_json
+from mopa.core.checks import check_count
+from mopa.core.files import check_output_file, write_json
 from mopa.core.runinfo import run_metadata
 
 
@@ -47,7 +48,20 @@ def add_parser(kinds: argparse._SubParsersAction) -> None:
 def run_ray(args: argparse.Namespace) -> int:
     """``mopa bench ray``: print the figures, optionally write them as JSON with
     the run's metadata beside them."""
+    for flag, value in (
+        ("--workers", args.workers),
+        ("--players", args.players),
+        ("--opponents", args.opponents),
+        ("--episodes", args.episodes),
+        ("--repeats", args.repeats),
+    ):
+        check_count(flag, value)
+    if args.json:
+        check_output_file(args.json, "--json")
     from mopa.bench.ray_speed import bench_ray
+    from mopa.league.backend import check_ray_address
+
+    check_ray_address(args.ray_address, "--ray-address")
 
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as workdir:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
-from mopa.core.files import write_json
+from mopa.core.files import check_output_file, write_json
 from mopa.core.runinfo import run_metadata
 from mopa.errors import InvalidParameterError
 
@@ -55,10 +56,12 @@ def run(args: argparse.Namespace) -> int:
         runs = tuple(runs)
     if args.seeds < 1:
         raise InvalidParameterError(f"--seeds must be >= 1, got {args.seeds}")
-    if args.steps < 1 or args.steps != int(args.steps):
+    if not (math.isfinite(args.steps) and args.steps >= 1 and args.steps.is_integer()):
         raise InvalidParameterError(
             f"--steps must be a positive whole number, got {args.steps}"
         )
+    if args.json:
+        check_output_file(args.json, "--json")
     print(
         f"{'algo':6s} {'env':12s} {'seeds':>5s} {'steps':>9s} {'wall_s':>7s} "
         f"{'compile_s':>9s} {'steps/s':>9s} {'devices':>7s}"

@@ -43,11 +43,15 @@ def run_list(args: argparse.Namespace) -> int:
 def run_render(args: argparse.Namespace) -> int:
     import jax
 
+    from mopa.core.checks import check_seed
+    from mopa.core.files import check_output_file
     from mopa.envs import make, random_policy
     from mopa.report.render import episode_gif
 
     if args.steps is not None and args.steps < 1:
         raise InvalidParameterError(f"--steps must be >= 1, got {args.steps}")
+    check_seed("--seed", args.seed)
+    check_output_file(args.out, "--out")
     env, params = make(args.env)
     path = episode_gif(
         env,

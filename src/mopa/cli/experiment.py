@@ -38,6 +38,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from mopa.core.files import check_output_folder
     from mopa.experiments import get_experiment, registered_experiments, run_experiment
 
     if args.list:
@@ -55,6 +56,6 @@ def run(args: argparse.Namespace) -> int:
     preset = args.profile or experiment.default_preset
     if args.seeds is not None and args.seeds < 1:
         raise InvalidParameterError(f"--seeds must be >= 1, got {args.seeds}")
-    out = args.out or Path("runs") / args.name / preset
+    out = check_output_folder(args.out or Path("runs") / args.name / preset, "--out")
     run_experiment(args.name, preset, out, seeds=args.seeds, progress=print)
     return 0

@@ -3,6 +3,9 @@ pool, registry and checkpoint manifest) from the command line.
 
 Every subcommand works on one league directory (``--league``), whose SQLite store
 (:mod:`mopa.league.store`) holds ratings, matches, pools, registry and manifest.
+The listings (``ratings``, ``pool``, ``registry list`` and ``get``, ``export``
+without ``--import``) only read it and never create or change a file; a missing
+league is an error there, as it is for ``prune`` and ``registry remove``.
 ``evaluate``, ``tournament`` and ``train --seeds`` split their work into
 independent jobs that run in this process or on Ray (``--backend ray``,
 :mod:`mopa.league.backend`).
@@ -182,7 +185,7 @@ def _backend_args(parser: argparse.ArgumentParser) -> None:
 
 def _backend(args: argparse.Namespace):
     """The backend the arguments ask for (the caller closes it)."""
-    from mopa.league.backend import BACKENDS, make_backend
+    from mopa.league.backend import BACKENDS, check_ray_address, make_backend
 
     if args.backend not in BACKENDS:
         raise InvalidParameterError(
@@ -197,7 +200,47 @@ def _backend(args: argparse.Namespace):
     workers = 2 if args.ray_workers is None else args.ray_workers
     if workers < 1:
         raise InvalidParameterError(f"--ray-workers must be >= 1, got {workers}")
+    check_ray_address(args.ray_address, "--ray-address")
     return make_backend(args.backend, workers, args.ray_address)
+
+
+def _check_league(league: str) -> None:
+    """Refuse, before any game, a league folder that could not be written."""
+    from mopa.core.files import check_output_folder
+
+    check_output_folder(league, "--league")
+
+
+def _check_games(args: argparse.Namespace) -> None:
+    """Refuse episode counts and seeds no evaluation can play."""
+    from mopa.core.checks import check_count, check_seed
+
+    check_count("--n-episodes", args.n_episodes)
+    check_seed("--seed", args.seed)
+
+
+def _read_export(path: Path) -> dict[str, Any]:
+    """The JSON object of a league export at ``path``.
+
+    Raises:
+        PathError: ``path`` is missing, not a file, or not a JSON object.
+    """
+    from mopa.errors import MissingPathError, PathError
+
+    if not path.exists():
+        raise MissingPathError(f"--import {path}: no such file")
+    if not path.is_file():
+        raise PathError(f"--import {path} is a folder, not a file")
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise PathError(f"--import {path} is not readable JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise PathError(
+            f"--import {path} is not a league export (a JSON object), got "
+            f"{type(data).__name__}"
+        )
+    return data
 
 
 def _record(league_dir: str, name: str, opponent: str, result) -> float:
@@ -223,13 +266,16 @@ def _pairs(items: list[str]) -> dict[str, Any]:
 
 
 def _train(args: argparse.Namespace) -> int:
+    from mopa.cli.train import _pair_dict
     from mopa.league import TrainingConfig
     from mopa.league.backend import seed_configs, train_runs
 
+    _check_league(args.league)
     fields = _pairs(args.set)
+    game_kwargs = _pair_dict(fields.get("game_kwargs", ()), "game_kwargs")
     fields.update(
         game=args.game,
-        game_kwargs=_pairs(args.game_kwarg),
+        game_kwargs={**game_kwargs, **_pairs(args.game_kwarg)},
         run_id=args.run_id,
         enable_self_play=args.self_play or fields.get("enable_self_play", False),
         checkpoint_dir=args.league,
@@ -298,6 +344,9 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     if args.agent_name and len(args.checkpoint) > 1:
         raise InvalidParameterError("--agent-name needs a single checkpoint")
+    _check_games(args)
+    if args.league:
+        _check_league(args.league)
     jobs = [
         eval_job(checkpoint, opponent, args.n_episodes, args.seed, not args.stochastic)
         for checkpoint in args.checkpoint
@@ -325,10 +374,18 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _tournament(args: argparse.Namespace) -> int:
-    from mopa.core.files import write_json
+    from mopa.core.files import check_output_file, write_json
     from mopa.league import meta_nash
-    from mopa.league.backend import league_tournament
+    from mopa.league.backend import eval_job, league_tournament
 
+    _check_games(args)
+    if args.league:
+        _check_league(args.league)
+    if args.out:
+        check_output_file(args.out, "--out")
+    for player in args.players:  # every path and name checked before any game
+        for opponent in args.opponents:
+            eval_job(player, opponent, args.n_episodes, args.seed)
     with _backend(args) as backend:
         table = league_tournament(
             args.players,
@@ -365,7 +422,7 @@ def _tournament(args: argparse.Namespace) -> int:
 def _ratings(args: argparse.Namespace) -> int:
     from mopa.league import EloRatings, LeagueStore, fit_bradley_terry
 
-    with LeagueStore(args.league) as store:
+    with LeagueStore(args.league, read_only=True) as store:
         if args.bradley_terry:
             matches = [
                 (m["player"], m["opponent"], m["score"]) for m in store.matches()
@@ -383,7 +440,7 @@ def _ratings(args: argparse.Namespace) -> int:
 def _pool(args: argparse.Namespace) -> int:
     from mopa.league import LeagueStore, OpponentPool
 
-    with LeagueStore(args.league) as store:
+    with LeagueStore(args.league, read_only=True) as store:
         for entry in OpponentPool(store, args.side).entries:
             print(
                 f"v{entry.version}  step {entry.step}  record {entry.wins:g}/"
@@ -395,19 +452,28 @@ def _pool(args: argparse.Namespace) -> int:
 def _registry(args: argparse.Namespace) -> int:
     from mopa.league import LeagueStore, PolicyRegistry
 
-    with LeagueStore(args.league) as store:
+    if args.action != "list":
+        if not (args.echelon and args.version):
+            raise InvalidParameterError(
+                f"registry {args.action} needs --echelon and --version"
+            )
+        if args.action == "register" and not args.path:
+            raise InvalidParameterError("registry register needs --path")
+    if args.action == "register":
+        from mopa.league.registry import Echelon, check_version
+
+        Echelon.from_str(args.echelon)
+        check_version(args.version)
+        _check_league(args.league)
+    read_only = args.action in ("list", "get")
+    create = args.action == "register"
+    with LeagueStore(args.league, read_only=read_only, create=create) as store:
         registry = PolicyRegistry(store)
         if args.action == "list":
             for entry in registry.list(args.echelon):
                 print(f"{entry.echelon}/{entry.version}  {entry.run_id}  {entry.path}")
             return 0
-        if not (args.echelon and args.version):
-            raise InvalidParameterError(
-                f"registry {args.action} needs --echelon and --version"
-            )
         if args.action == "register":
-            if not args.path:
-                raise InvalidParameterError("registry register needs --path")
             registry.register(
                 args.echelon, args.version, args.path, args.run_id, args.overwrite
             )
@@ -421,20 +487,29 @@ def _registry(args: argparse.Namespace) -> int:
 def _prune(args: argparse.Namespace) -> int:
     from mopa.league import CheckpointManifest, LeagueStore
 
-    with LeagueStore(args.league) as store:
+    if args.keep < 0:
+        raise InvalidParameterError(f"--keep must be >= 0, got {args.keep}")
+    with LeagueStore(args.league, create=False) as store:
         for path in CheckpointManifest(store).prune(args.keep):
             print(f"deleted {path}")
     return 0
 
 
 def _export(args: argparse.Namespace) -> int:
-    from mopa.core.files import write_json
+    from mopa.core.files import check_output_file, write_json
     from mopa.league import LeagueStore
 
-    with LeagueStore(args.league) as store:
-        if args.import_path:
-            store.import_json(json.loads(Path(args.import_path).read_text()))
-        data = store.export_json()
+    if args.out:
+        check_output_file(args.out, "--out")
+    if not args.import_path:  # a read-only listing
+        with LeagueStore(args.league, read_only=True) as store:
+            data = store.export_json()
+    else:
+        imported = _read_export(Path(args.import_path))
+        _check_league(args.league)
+        with LeagueStore(args.league) as store:
+            store.import_json(imported)
+            data = store.export_json()
     if args.out:
         write_json(args.out, data)
     else:

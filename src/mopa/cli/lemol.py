@@ -94,12 +94,20 @@ def build_config(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    from mopa.core.files import check_output_folder
+
     config = build_config(args)
     if args.lemol_save_path is not None and not config.uses_model:
         raise InvalidParameterError(
             "--lemol_save_path needs a lemol agent (--good_policy or --bad_policy "
             "lemol)"
         )
+    for flag, folder in (
+        ("--out", args.out),
+        ("--lemol_save_path", args.lemol_save_path),
+    ):
+        if folder is not None:
+            check_output_folder(folder, flag)
     if args.out is not None and (args.out / "config.json").exists():
         raise InvalidParameterError(f"{args.out} holds a run; choose a new --out")
     if args.dry_run:

@@ -1,7 +1,7 @@
 """``mopa``: the command-line entry point.
 
 Bad input never shows a traceback: every :class:`~mopa.errors.MopaError` becomes
-one line on stderr and exit code 2 (argparse does the same for bad arguments).
+one line on stderr and exit code 2, arguments argparse cannot parse included.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from mopa.cli import (
     bench,
@@ -23,11 +24,20 @@ from mopa.cli import (
     verify,
 )
 from mopa.cli.records import check_record_output
-from mopa.errors import MopaError
+from mopa.errors import MopaError, UsageError
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are :class:`~mopa.errors.UsageError`, so
+    they print as one line like every other bad input (sub-command parsers are
+    made with the same class)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see {self.prog} --help)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="mopa",
         description="Model opponents, plan adversarially: games, opponent models "
         "and planners for adversarial co-training in JAX.",
@@ -56,7 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as error:
+        print(f"mopa: error: {error}", file=sys.stderr)
+        return 2
     from mopa.core.compile_cache import use_compile_cache
     from mopa.core.devices import use_cpu_devices, use_quick_compile
 

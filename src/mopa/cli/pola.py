@@ -152,18 +152,16 @@ def run_sampled(args: argparse.Namespace) -> int:
     import numpy as np
 
     from mopa.algos.pola.sampled import Learner, jitted_update
-    from mopa.core.files import write_json
+    from mopa.core.checks import check_count, check_seed
+    from mopa.core.files import check_output_folder, write_json
     from mopa.core.runinfo import run_metadata
 
-    if args.print_every < 1:
-        raise InvalidParameterError(
-            f"--print_every must be >= 1, got {args.print_every}"
-        )
-    if args.checkpoint_every < 0:
-        raise InvalidParameterError(
-            f"--checkpoint_every must be >= 0, got {args.checkpoint_every}"
-        )
+    check_count("--print_every", args.print_every)
+    check_count("--checkpoint_every", args.checkpoint_every, low=0)
+    check_seed("--seed", args.seed)
     config = sampled_config(args)
+    if args.save_dir:
+        check_output_folder(args.save_dir, "--save_dir")
     learner = Learner(config)
     key_init, key_run = jax.random.split(jax.random.key(args.seed))
     agents = learner.init(key_init)
@@ -244,13 +242,12 @@ def run_exact(args: argparse.Namespace) -> int:
     import numpy as np
 
     from mopa.algos.pola.exact import p_tft
+    from mopa.core.checks import check_count, check_seed
 
     config = exact_config(args)
     for name in ("repeats", "print_every"):
-        if getattr(args, name) < 1:
-            raise InvalidParameterError(
-                f"--{name} must be >= 1, got {getattr(args, name)}"
-            )
+        check_count(f"--{name}", getattr(args, name))
+    check_seed("--seed", args.seed)
     seed = args.seed if args.set_seed else int.from_bytes(os.urandom(4), "little")
     keys = jax.random.split(jax.random.key(seed), args.repeats)
     found, out = p_tft(config, keys)

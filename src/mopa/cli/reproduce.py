@@ -39,9 +39,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from mopa.core.files import check_output_folder
     from mopa.experiments import run_experiment
 
-    out = args.out or Path("runs") / args.name / args.profile
+    out = check_output_folder(
+        args.out or Path("runs") / args.name / args.profile, "--out"
+    )
     print(f"mopa reproduce {args.name} --profile {args.profile} -> {out}", flush=True)
     run_experiment(
         args.name, args.profile, out, progress=lambda line: print(line, flush=True)

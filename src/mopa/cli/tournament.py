@@ -164,8 +164,12 @@ def _names(runs: list[str], side: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.episodes < 1:
-        raise InvalidParameterError(f"--episodes must be >= 1, got {args.episodes}")
+    from mopa.core.checks import check_count, check_seed
+    from mopa.core.files import check_output_folder
+
+    check_count("--episodes", args.episodes)
+    check_seed("--seed", args.seed)
+    check_output_folder(args.out, "--out")
     from mopa.eval.tournament import PAIRINGS
 
     if args.pairing not in PAIRINGS:

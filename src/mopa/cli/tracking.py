@@ -16,18 +16,25 @@ from mopa.errors import MopaError
 ChunkLogger = Callable[[int, dict[str, np.ndarray]], None]
 
 
-def _require(module: str, extra: str):
+TRACKERS = {"tensorboard": "tensorboardX", "wandb": "wandb"}
+"""The trackers and the package each needs."""
+
+
+def require_tracker(name: str):
+    """The package of tracker ``name`` (imported), or an error saying what to
+    install; called before a run starts, so a missing tracker costs nothing."""
+    module = TRACKERS[name]
     try:
         return importlib.import_module(module)
     except ImportError:
         raise MopaError(
-            f"{module} is not installed; pip install {extra} to use this tracker"
+            f"{module} is not installed; pip install {module} to use this tracker"
         ) from None
 
 
 def tensorboard_logger(folder: Path, steps_per_update: int) -> ChunkLogger:
     """Scalars in TensorBoard event files under ``folder``."""
-    writer = _require("tensorboardX", "tensorboardX").SummaryWriter(str(folder))
+    writer = require_tracker("tensorboard").SummaryWriter(str(folder))
 
     def log(first_update: int, rows: dict[str, np.ndarray]) -> None:
         for name, values in rows.items():
@@ -43,7 +50,7 @@ def tensorboard_logger(folder: Path, steps_per_update: int) -> ChunkLogger:
 
 def wandb_logger(project: str, config: dict, steps_per_update: int) -> ChunkLogger:
     """A Weights & Biases run in ``project``."""
-    run = _require("wandb", "wandb").init(project=project, config=config)
+    run = require_tracker("wandb").init(project=project, config=config)
 
     def log(first_update: int, rows: dict[str, np.ndarray]) -> None:
         count = next(iter(rows.values())).shape[1] if rows else 0

@@ -116,16 +116,28 @@ def build_config(args: argparse.Namespace):
     if args.seed is not None:
         fields["seed"] = args.seed
     for name, value in _pairs(args.set, "--set"):
+        if name == "algo":
+            raise InvalidParameterError("choose the algorithm with --algo, not --set")
         fields[name] = _value(value)
-    env_overrides = dict(fields.get("env_overrides", ()))
+    env_overrides = _pair_dict(fields.get("env_overrides", ()), "env_overrides")
     for name, value in _pairs(args.env_set, "--env-set"):
         env_overrides[name] = _value(value)
     fields["env_overrides"] = tuple(env_overrides.items())
-    frozen = dict(fields.get("frozen", ()))
+    frozen = _pair_dict(fields.get("frozen", ()), "frozen")
     for team, source in _pairs(args.frozen, "--frozen"):
         frozen[team] = source
     fields["frozen"] = tuple(frozen.items())
     return config_class(fields["algo"]).from_dict(fields)
+
+
+def _pair_dict(value: Any, name: str) -> dict[Any, Any]:
+    """A config's ``(key, value)`` pairs as a dict the flags can add to."""
+    try:
+        return dict(value)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(
+            f"{name} must be a list of (field, value) pairs, got {value!r}"
+        ) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -138,22 +150,33 @@ def run(args: argparse.Namespace) -> int:
         return 0
     config = build_config(args)
     from mopa.algos.driver import run_training
-    from mopa.cli.tracking import tensorboard_logger, wandb_logger
+    from mopa.cli.tracking import require_tracker, tensorboard_logger, wandb_logger
+    from mopa.core.files import check_output_folder
     from mopa.envs import make
 
     make(config.env, **dict(config.env_overrides))  # unknown game or field: fail fast
     name = args.preset or f"{config.algo}_{config.env.replace(':', '_')}"
-    out = args.out or Path("runs") / name
-    progress = None if args.quiet else _print_progress
-    loggers = []
+    out = check_output_folder(args.out or Path("runs") / name, "--out")
     if args.tensorboard:
-        loggers.append(tensorboard_logger(args.tensorboard, config.steps_per_update))
+        require_tracker("tensorboard")
+        check_output_folder(args.tensorboard, "--tensorboard")
     if args.wandb:
-        loggers.append(
-            wandb_logger(args.wandb, config.to_dict(), config.steps_per_update)
-        )
+        require_tracker("wandb")
+    progress = None if args.quiet else _print_progress
+    loggers = None
 
     def on_chunk(first_update, rows):
+        nonlocal loggers
+        if loggers is None:  # made after the first chunk: the run folder was accepted
+            loggers = []
+            if args.tensorboard:
+                loggers.append(
+                    tensorboard_logger(args.tensorboard, config.steps_per_update)
+                )
+            if args.wandb:
+                loggers.append(
+                    wandb_logger(args.wandb, config.to_dict(), config.steps_per_update)
+                )
         for log in loggers:
             log(first_update, rows)
 

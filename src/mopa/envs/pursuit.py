@@ -738,20 +738,20 @@ def make_pursuit(name: str, **overrides: Any) -> tuple[PursuitEnv, PursuitParams
     from mopa.envs.registry import split_overrides
 
     structure_defaults, param_defaults = VARIANTS[name]
-    structure, params = split_overrides(
-        name,
-        PursuitEnv,
-        PursuitParams,
-        {**structure_defaults, **param_defaults, **overrides},
-    )
-    placement = params.get("resource_placement")
+    placement = overrides.get("resource_placement")
     if isinstance(placement, str):
         if placement not in PLACEMENTS:
             raise InvalidParameterError(
                 f"{name}: parameter resource_placement must be one of "
                 f"{sorted(PLACEMENTS)}, got {placement!r}"
             )
-        params["resource_placement"] = PLACEMENTS[placement]
+        overrides = {**overrides, "resource_placement": PLACEMENTS[placement]}
+    structure, params = split_overrides(
+        name,
+        PursuitEnv,
+        PursuitParams,
+        {**structure_defaults, **param_defaults, **overrides},
+    )
     if "obstacle_pos" in params:
         params["obstacle_pos"] = np.asarray(params["obstacle_pos"], np.float32)
     try:

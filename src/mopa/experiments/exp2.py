@@ -37,6 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mopa.core.checks import check_fields
 from mopa.errors import InvalidParameterError
 from mopa.experiments import part1
 from mopa.experiments.registry import register_experiment
@@ -108,6 +109,7 @@ class Exp2Config:
     """Base seed of data, split, encoders and bootstrap."""
 
     def __post_init__(self):
+        check_fields(self)
         for name in ("hidden", "vae_hidden"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         for name in (

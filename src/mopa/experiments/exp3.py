@@ -39,6 +39,7 @@ import numpy as np
 from mopa.algos.driver import run_training
 from mopa.algos.presets import preset
 from mopa.core.checkpoint import POLICY_FILE, read_policy_file
+from mopa.core.checks import check_fields
 from mopa.errors import InvalidParameterError
 from mopa.eval.tournament import broadcast_seeds
 from mopa.experiments.registry import register_experiment
@@ -81,6 +82,7 @@ class Exp3Config:
     """Extra fields of both training configs (small networks for quick runs)."""
 
     def __post_init__(self):
+        check_fields(self)
         for name in ("total_steps", "num_seeds", "episodes", "num_rollouts"):
             if getattr(self, name) < 1:
                 raise InvalidParameterError(

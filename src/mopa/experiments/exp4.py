@@ -45,6 +45,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from mopa.core.checks import check_fields
 from mopa.envs import make
 from mopa.errors import InvalidParameterError
 from mopa.experiments import part1
@@ -93,6 +94,7 @@ class Exp4Config:
     """Random subsets per size."""
 
     def __post_init__(self):
+        check_fields(self)
         object.__setattr__(self, "compare", tuple(self.compare))
         object.__setattr__(
             self, "also_collect_rewards", tuple(map(float, self.also_collect_rewards))

@@ -78,6 +78,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats
 
+from mopa.core.checks import check_fields
 from mopa.envs import make
 from mopa.envs.wrappers import AutoReset
 from mopa.errors import InvalidParameterError
@@ -171,6 +172,7 @@ class Exp5Config:
     """Base seed of data, splits, encoders, BC and tournaments."""
 
     def __post_init__(self):
+        check_fields(self)
         for name in ("algos", "lengths", "vae_hidden"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         for algo in self.algos:

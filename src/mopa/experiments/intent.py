@@ -81,6 +81,7 @@ import numpy as np
 from mopa.algos.driver import Progress, run_training
 from mopa.algos.presets import preset
 from mopa.core.checkpoint import read_msgpack, read_policy_file, write_msgpack
+from mopa.core.checks import check_fields
 from mopa.core.files import write_json
 from mopa.core.runinfo import run_metadata
 from mopa.envs import make
@@ -314,6 +315,7 @@ class IntentConfig:
     """Side of the GIF's frames in pixels."""
 
     def __post_init__(self):
+        check_fields(self)
         for name in (
             "num_seeds", "train_steps", "train_envs", "train_rollout",
             "train_chunks", "data_episodes_per_seed",

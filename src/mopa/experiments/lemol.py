@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from mopa.algos.lemol import LeMOLConfig
+from mopa.core.checks import check_fields
 from mopa.errors import InvalidParameterError, UnknownNameError
 from mopa.experiments import part1
 from mopa.experiments.registry import register_experiment
@@ -95,6 +96,7 @@ class LeMOLExperimentConfig:
     """Bins of a play-out's updates for the within-play-out accuracy curve."""
 
     def __post_init__(self):
+        check_fields(self)
         for method in self.methods:
             if method not in METHODS:
                 raise UnknownNameError(

@@ -194,9 +194,10 @@ def figure():
 
 
 def save_figure(fig, path: Path) -> Path:
-    """Write ``fig`` as a PNG atomically and close it."""
-    from mopa.core.files import atomic_write
+    """Write ``fig`` as a PNG (:func:`mopa.report.figures.save_png`, at 120 dpi)
+    and close it."""
+    from mopa.report.figures import save_png
 
-    atomic_write(path, lambda file: fig.savefig(file, format="png", dpi=120))
+    save_png(fig, path, dpi=120)
     figure().close(fig)
     return path

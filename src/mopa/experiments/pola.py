@@ -24,6 +24,7 @@ import numpy as np
 
 from mopa.algos.pola.exact import ExactConfig, p_tft
 from mopa.algos.pola.sampled import Metrics, SampledConfig, make_train_segments
+from mopa.core.checks import check_fields
 from mopa.errors import InvalidParameterError, UnknownNameError
 from mopa.experiments.registry import register_experiment
 from mopa.experiments.stages import Stages
@@ -97,6 +98,7 @@ class Fig3Config:
     """Multiplies every cell's number of epochs (rounded up; < 1 for quick runs)."""
 
     def __post_init__(self):
+        check_fields(self)
         for method in self.methods:
             if method not in FIG3_SETTINGS:
                 raise UnknownNameError(
@@ -148,13 +150,9 @@ def run_fig3(config: Fig3Config, seeds: int | None, progress, stages=None) -> di
 
 def plot_fig3(results: dict, out: Path) -> list[Path]:
     """Bar chart of P(TFT) per contribution factor, one bar per method (Fig. 3)."""
-    import matplotlib
+    from mopa.experiments import part1
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from mopa.core.files import atomic_write
-
+    plt = part1.figure()
     p = results["p_tft"]
     methods = list(p)
     cfs = list(next(iter(p.values())))
@@ -169,10 +167,7 @@ def plot_fig3(results: dict, out: Path) -> list[Path]:
     ax.set_ylim(0, 1.05)
     ax.legend(fontsize=7, ncol=3)
     fig.tight_layout()
-    path = out / "fig3.png"
-    atomic_write(path, lambda file: fig.savefig(file, format="png", dpi=120))
-    plt.close(fig)
-    return [path]
+    return [part1.save_figure(fig, out / "fig3.png")]
 
 
 register_experiment(
@@ -268,6 +263,7 @@ class SampledExperimentConfig:
     """Base PRNG seed."""
 
     def __post_init__(self):
+        check_fields(self)
         if self.env not in ("ipd", "coin"):
             raise InvalidParameterError(f"env must be ipd or coin, got {self.env!r}")
         for method in self.methods:
@@ -456,13 +452,9 @@ def run_sampled(
 def plot_sampled(results: dict, out: Path) -> list[Path]:
     """Reward per step vs each other and vs ALLD (and the own-coin proportion on
     the Coin Game) against outer steps, mean +/- 95% CI over seeds (Figs. 4-5)."""
-    import matplotlib
+    from mopa.experiments import part1
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from mopa.core.files import atomic_write
-
+    plt = part1.figure()
     coin = any(r["own_coin_proportion"] is not None for r in results.values())
     panels = [("vs_each_other", "reward per step vs each other"),
               ("vs_alld", "reward per step vs ALLD")]  # fmt: skip
@@ -481,10 +473,7 @@ def plot_sampled(results: dict, out: Path) -> list[Path]:
         ax.set_ylabel(label)
     axes[0].legend(fontsize=7)
     fig.tight_layout()
-    path = out / "curves.png"
-    atomic_write(path, lambda file: fig.savefig(file, format="png", dpi=120))
-    plt.close(fig)
-    return [path]
+    return [part1.save_figure(fig, out / "curves.png")]
 
 
 def _cpu(paper: SampledConfig, **changes) -> SampledConfig:

@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.stats import binomtest
 
+from mopa.core.checks import check_fields
 from mopa.errors import InvalidParameterError
 from mopa.experiments.registry import register_experiment
 from mopa.league.training import Callback, LeagueRun, TrainingConfig
@@ -289,6 +290,7 @@ class CloneConfig:
     """Seed of the recorded episodes, the initial weights and the minibatches."""
 
     def __post_init__(self):
+        check_fields(self)
         for name in ("num_episodes", "num_updates", "batch_size"):
             if getattr(self, name) < 1:
                 raise InvalidParameterError(
@@ -494,6 +496,7 @@ class WargameLadderConfig:
     """Episode ``i`` of every evaluation uses ``jax.random.key(eval_seed + i)``."""
 
     def __post_init__(self):
+        check_fields(self)
         if self.n_episodes < 1:
             raise InvalidParameterError(
                 f"n_episodes must be >= 1, got {self.n_episodes}"

@@ -84,6 +84,7 @@ from mopa.algos.mappo.config import MAPPOConfig
 from mopa.algos.mappo.train import make_trainer
 from mopa.algos.trainer import seed_keys
 from mopa.core.checkpoint import read_msgpack, write_msgpack
+from mopa.core.checks import check_fields
 from mopa.envs import make
 from mopa.envs.base import StepOutput, TeamArrays
 from mopa.envs.battalion import BattalionParams
@@ -193,6 +194,7 @@ class WargameIntentConfig:
     """Confidence bins of the ECE."""
 
     def __post_init__(self):
+        check_fields(self)
         object.__setattr__(self, "hidden", tuple(self.hidden))
         object.__setattr__(self, "classifier_hidden", tuple(self.classifier_hidden))
         for name in (
@@ -1534,12 +1536,9 @@ def wargame_markdown(results: dict) -> str:
 
 def plot_wargame_intent(results: dict, out_dir: Path) -> list[Path]:
     """``wargame_intent_belief.png``: belief accuracy and ECE by step."""
-    import io
-
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from mopa.core.files import atomic_write
+    from mopa.report.figures import save_png
 
     belief = results["belief"]
     steps = np.asarray(belief["steps"])
@@ -1559,11 +1558,7 @@ def plot_wargame_intent(results: dict, out_dir: Path) -> list[Path]:
     axes.legend(fontsize=8)
     axes.grid(alpha=0.3)
     figure.tight_layout()
-    buffer = io.BytesIO()
-    FigureCanvasAgg(figure).print_png(buffer)
-    path = Path(out_dir) / "wargame_intent_belief.png"
-    atomic_write(path, lambda file: file.write(buffer.getvalue()))
-    return [path]
+    return [save_png(figure, Path(out_dir) / "wargame_intent_belief.png")]
 
 
 register_experiment(

@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from mopa.core.checks import check_fields
 from mopa.errors import InvalidParameterError
 from mopa.experiments.registry import register_experiment
 from mopa.experiments.wargame import (
@@ -193,6 +194,7 @@ class WargameGeneralizationConfig:
     """Episode ``i`` of every evaluation uses ``jax.random.key(eval_seed + i)``."""
 
     def __post_init__(self):
+        check_fields(self)
         _check_red(self.red)
         if not self.train_scenarios or not self.heldout_scenarios:
             raise InvalidParameterError("need training and held-out scenarios")
@@ -479,6 +481,7 @@ class WargameTerrainConfig:
     """Episode ``i`` of every evaluation uses ``jax.random.key(eval_seed + i)``."""
 
     def __post_init__(self):
+        check_fields(self)
         _check_red(self.red)
         for name in ("source", "target"):
             object.__setattr__(

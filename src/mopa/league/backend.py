@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -153,6 +154,18 @@ def import_ray():
     return ray
 
 
+_RAY_ADDRESS = re.compile(r"^(auto|local|(ray://)?[A-Za-z0-9_.-]+:\d{1,5})$")
+
+
+def check_ray_address(address: str | None, name: str = "address") -> None:
+    """Raise unless ``address`` (``None``: start a local instance) is one Ray can
+    connect to: ``auto``, ``local``, ``HOST:PORT`` or ``ray://HOST:PORT``."""
+    if address is not None and not _RAY_ADDRESS.match(address):
+        raise InvalidParameterError(
+            f"{name} must be auto, local, HOST:PORT or ray://HOST:PORT, got {address!r}"
+        )
+
+
 class RayBackend:
     """Runs jobs as Ray tasks, at most ``num_workers`` at a time.
 
@@ -177,6 +190,7 @@ class RayBackend:
             raise InvalidParameterError(
                 f"the ray backend needs num_workers >= 1, got {num_workers}"
             )
+        check_ray_address(address)
         ray = import_ray()
         self.num_workers = num_workers
         self._ray = ray

@@ -18,6 +18,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from mopa.core.checks import check_fields
 from mopa.errors import InvalidParameterError
 
 
@@ -31,10 +32,7 @@ class CurriculumStage:
     """``(field, value)`` game overrides of this stage (on top of the run's)."""
 
     def __post_init__(self):
-        kwargs = self.game_kwargs
-        if isinstance(kwargs, dict):
-            kwargs = tuple(sorted(kwargs.items()))
-        object.__setattr__(self, "game_kwargs", tuple(tuple(p) for p in kwargs))
+        check_fields(self)  # {field: value} becomes sorted (field, value) pairs
 
     @property
     def kwargs(self) -> dict[str, Any]:

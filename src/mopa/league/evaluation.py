@@ -33,7 +33,7 @@ from mopa.core import checkpoint
 from mopa.envs import make
 from mopa.envs.battalion_wrappers import SCRIPTED_VARIANTS, DiscreteActions
 from mopa.envs.scripted_red import LADDER, RED_TYPE_INDEX, RED_TYPES
-from mopa.errors import InvalidParameterError
+from mopa.errors import InvalidParameterError, MissingPathError
 from mopa.league.arena import Arena, ArenaParams, stack_opponents
 from mopa.policy import PolicySpec, make_act_fn
 
@@ -122,7 +122,7 @@ def load_league_policy(
         return source
     path = Path(source)
     if not path.exists():
-        raise FileNotFoundError(f"no checkpoint at {path}")
+        raise MissingPathError(f"no checkpoint at {path}")
     policy_file = checkpoint.read_policy_file(path)
     name = team if team is not None else next(iter(policy_file.teams))
     if name not in policy_file.teams:
@@ -188,7 +188,7 @@ def matchup(
         env, params = make(scripted, **{**overrides, **scripted_red_kwargs(red)})
         return Arena(env), ArenaParams(params, {}, jnp.ones((1,)))
     if name is not None and not Path(name).exists():
-        raise FileNotFoundError(
+        raise MissingPathError(
             f"unknown opponent {name!r}: not a scripted level "
             f"({', '.join(SCRIPTED_NAMES)}), 'random' or an existing checkpoint"
         )

@@ -15,7 +15,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 from mopa.core import checkpoint
-from mopa.errors import InvalidParameterError
+from mopa.errors import (
+    InvalidParameterError,
+    MissingPathError,
+    UnknownNameError,
+)
 from mopa.league.store import LeagueStore
 
 _VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -76,13 +80,13 @@ class PolicyRegistry:
         Raises:
             InvalidParameterError: bad echelon or version, or the entry exists
                 and ``overwrite`` is False.
-            FileNotFoundError: no file at ``path``.
+            MissingPathError: no file at ``path``.
         """
         level = Echelon.from_str(echelon).value
         check_version(version)
         path = Path(path)
         if not path.exists():
-            raise FileNotFoundError(f"no checkpoint at {path}")
+            raise MissingPathError(f"no checkpoint at {path}")
         entry = PolicyEntry(level, version, str(path.resolve()), run_id)
         with self.store.transaction() as db:
             exists = db.execute(
@@ -100,6 +104,11 @@ class PolicyRegistry:
         return entry
 
     def get(self, echelon: str | Echelon, version: str) -> PolicyEntry:
+        """The entry registered as ``echelon/version``.
+
+        Raises:
+            UnknownNameError: nothing is registered under that name.
+        """
         level = Echelon.from_str(echelon).value
         rows = self.store.query(
             "SELECT echelon, version, path, run_id FROM registry "
@@ -107,7 +116,7 @@ class PolicyRegistry:
             (level, check_version(version)),
         )
         if not rows:
-            raise KeyError(f"{level}/{version} is not registered")
+            raise UnknownNameError(f"{level}/{version} is not registered")
         return PolicyEntry(*rows[0])
 
     def list(self, echelon: str | Echelon | None = None) -> list[PolicyEntry]:
@@ -136,9 +145,9 @@ class PolicyRegistry:
         """The registered :class:`~mopa.policy.Policy` (seed 0).
 
         Raises:
-            KeyError: not registered. FileNotFoundError: its file is gone.
+            UnknownNameError: not registered. FileNotFoundError: its file is gone.
         """
         entry = self.get(echelon, version)
         if not Path(entry.path).exists():
-            raise FileNotFoundError(f"{entry.path} (registered as {echelon}/{version})")
+            raise MissingPathError(f"{entry.path} (registered as {echelon}/{version})")
         return checkpoint.read_policy_checkpoint(entry.path, team=team)

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from mopa.errors import InvalidParameterError, PathError
 
 DB_FILE = "league.sqlite"
 """The database's file name inside a league directory."""
@@ -86,28 +89,80 @@ CREATE TABLE IF NOT EXISTS state (
 """
 
 
+_TABLES = tuple(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", _SCHEMA))
+
+
 class LeagueStore:
-    """The database of the league directory ``root`` (created if missing).
+    """The database of the league directory ``root``.
 
     Every method opens its own short transaction; an instance may be shared by
     the callbacks of a run and is safe to use from several processes at once
     (each with its own instance).
+
+    Args:
+        root: the league directory.
+        create: make the directory and its database when missing (else a missing
+            league is an error).
+        read_only: read an existing league and never create or change a file
+            (the listing commands). When no writer has the database open (there
+            is no ``-wal`` file) it is opened immutable, since a read-only WAL
+            connection would otherwise leave ``-wal`` and ``-shm`` files behind.
+
+    Raises:
+        PathError: ``root`` is a file, holds no league (unless it may be created),
+            or its database is not a league's.
     """
 
-    def __init__(self, root: str | Path):
+    def __init__(
+        self, root: str | Path, *, create: bool = True, read_only: bool = False
+    ):
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
         self.path = self.root / DB_FILE
-        self._connection = sqlite3.connect(
-            self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
-        )
-        self._connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        self._connection.execute("PRAGMA journal_mode=WAL")
-        self._connection.execute("PRAGMA synchronous=FULL")
-        with self.transaction() as db:
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    db.execute(statement)
+        if self.root.exists() and not self.root.is_dir():
+            raise PathError(f"{self.root} is not a league folder (it is a file)")
+        if (read_only or not create) and not self.path.is_file():
+            raise PathError(f"no league at {self.root} (no {DB_FILE} there)")
+        try:
+            if read_only:
+                wal = self.path.with_name(f"{DB_FILE}-wal")
+                mode = "ro" if wal.exists() else "ro&immutable=1"
+                self._connection = sqlite3.connect(
+                    f"{self.path.resolve().as_uri()}?mode={mode}",
+                    uri=True,
+                    timeout=BUSY_TIMEOUT_MS / 1000,
+                    isolation_level=None,
+                )
+                self._check_tables()
+                return
+            try:
+                self.root.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise PathError(
+                    f"cannot make the league folder {self.root} ({error.strerror})"
+                ) from None
+            self._connection = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
+            )
+            self._connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            self._connection.execute("PRAGMA journal_mode=WAL")
+            self._connection.execute("PRAGMA synchronous=FULL")
+            with self.transaction() as db:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+        except sqlite3.DatabaseError as error:
+            raise PathError(f"{self.path} is not a league database ({error})") from None
+
+    def _check_tables(self) -> None:
+        tables = {
+            row[0]
+            for row in self.query("SELECT name FROM sqlite_master WHERE type='table'")
+        }
+        missing = sorted(set(_TABLES) - tables)
+        if missing:
+            raise PathError(
+                f"{self.path} is not a league database (no {missing[0]} table)"
+            )
 
     def close(self) -> None:
         self._connection.close()
@@ -212,7 +267,20 @@ class LeagueStore:
         }
 
     def import_json(self, data: dict[str, Any]) -> None:
-        """Merge data in :meth:`export_json`'s shapes (one transaction)."""
+        """Merge data in :meth:`export_json`'s shapes (one transaction).
+
+        Raises:
+            InvalidParameterError: ``data`` is not in those shapes (nothing is
+                merged then).
+        """
+        try:
+            self._import(data)
+        except (AttributeError, KeyError, TypeError, ValueError) as error:
+            raise InvalidParameterError(
+                f"not a league export: {type(error).__name__} {error}"
+            ) from None
+
+    def _import(self, data: dict[str, Any]) -> None:
         now = time.time()
         with self.transaction() as db:
             elo = data.get("elo", {})

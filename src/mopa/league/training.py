@@ -50,10 +50,11 @@ from mopa.algos.driver import run_updates
 from mopa.algos.mappo.config import MAPPOConfig
 from mopa.algos.mappo.train import make_trainer
 from mopa.core import checkpoint
+from mopa.core.checks import check_count, check_fields
 from mopa.core.runinfo import run_metadata
 from mopa.envs import make
 from mopa.envs.battalion_wrappers import SCRIPTED_VARIANTS
-from mopa.errors import CheckpointError, InvalidParameterError
+from mopa.errors import CheckpointError, InvalidParameterError, MissingPathError
 from mopa.league.arena import Arena, ArenaParams, stack_opponents
 from mopa.league.curriculum import (
     CurriculumScheduler,
@@ -63,7 +64,7 @@ from mopa.league.curriculum import (
 from mopa.league.evaluation import LeaguePolicy, _opponent_policy, _two_team
 from mopa.league.manifest import CheckpointManifest, config_hash
 from mopa.league.pool import SAMPLING, OpponentPool, SnapshotTrigger
-from mopa.league.store import LeagueStore
+from mopa.league.store import DB_FILE, LeagueStore
 from mopa.policy import PolicySpec, init_params
 
 BUILTIN = "builtin"
@@ -145,26 +146,9 @@ class TrainingConfig:
     settings); empty: one setting throughout."""
 
     def __post_init__(self):
+        check_fields(self)  # dicts of stages become CurriculumStage, lists tuples
         object.__setattr__(self, "game_kwargs", _pairs(self.game_kwargs))
-        object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
-        object.__setattr__(
-            self,
-            "curriculum",
-            tuple(
-                s if isinstance(s, CurriculumStage) else CurriculumStage(**s)
-                for s in self.curriculum
-            ),
-        )
-        object.__setattr__(
-            self,
-            "scenarios",
-            tuple(
-                s if isinstance(s, CurriculumStage) else CurriculumStage(**s)
-                for s in self.scenarios
-            ),
-        )
         for name in (
-            "total_timesteps",
             "n_envs",
             "n_steps",
             "num_chunks",
@@ -174,10 +158,11 @@ class TrainingConfig:
             "update_epochs",
             "num_minibatches",
         ):
-            if getattr(self, name) < 1:
-                raise InvalidParameterError(
-                    f"{name} must be >= 1, got {getattr(self, name)}"
-                )
+            check_count(name, getattr(self, name))
+        if self.total_timesteps < 1:
+            raise InvalidParameterError(
+                f"total_timesteps must be >= 1, got {self.total_timesteps}"
+            )
         if self.pool_sampling not in SAMPLING:
             raise InvalidParameterError(
                 f"pool_sampling must be one of {SAMPLING}, got {self.pool_sampling!r}"
@@ -340,7 +325,7 @@ def build_stage(config: TrainingConfig, stage_kwargs: dict[str, Any]) -> StageGa
             Arena(env, learner, opponent_spec), params, spec, overrides, {}
         )
     if not Path(config.opponent).exists():
-        raise FileNotFoundError(f"no opponent checkpoint at {config.opponent}")
+        raise MissingPathError(f"no opponent checkpoint at {config.opponent}")
     mine = LeaguePolicy(spec, None, config.game, (), team)
     opposing = _opponent_policy(config.opponent, env.team_names[other], mine)
     # Slot 0 of a pool-sized stack: a fixed opponent's run has the shapes of a
@@ -489,41 +474,17 @@ def train(
     config = (config or TrainingConfig()).replace(**overrides)
     if resume is not None:
         resume = Path(resume)
-        if not resume.exists():
-            raise FileNotFoundError(f"nothing to resume at {resume}")
+        if not (resume / DB_FILE).is_file():
+            raise MissingPathError(f"nothing to resume at {resume} (no league there)")
         config = config.replace(checkpoint_dir=str(resume))
     start_time = time.perf_counter()
     callbacks = list(callbacks or [])
     out = Path(config.checkpoint_dir) if config.checkpoint_dir else None
-    if config.enable_self_play and out is None:
-        import tempfile
-
-        out = Path(tempfile.mkdtemp(prefix="mopa-league-"))
-    store = LeagueStore(out) if out is not None else None
-    state_key = f"run/{config.run_id}"
-    saved = store.get_state(state_key) if store is not None else None
-    if resume is not None and saved is None:
-        raise FileNotFoundError(f"{resume} holds no run {config.run_id!r} to resume")
-    if saved is not None and resume is None:
-        raise CheckpointError(
-            f"{out} already holds run {config.run_id!r}: pass resume={str(out)!r} or "
-            "choose another run_id"
-        )
-    if saved is not None and saved["config_hash"] != config_hash(config.identity()):
-        raise CheckpointError(
-            f"run {config.run_id!r} in {out} was started with another config"
-        )
-
     curriculum = (
         CurriculumScheduler(
             config.curriculum, config.promote_threshold, config.win_rate_window
         )
         if config.curriculum
-        else None
-    )
-    pool = (
-        OpponentPool(store, side=f"{config.run_id}", max_size=config.pool_max_size)
-        if config.enable_self_play
         else None
     )
     trigger = SnapshotTrigger(config.snapshot_freq)
@@ -577,6 +538,33 @@ def train(
     stage = build_stage(config, stage_kwargs())
     for index in range(len(config.scenarios)):  # fail before compiling anything
         scenario_stage(stage, index)
+    start_policy = (
+        _start_policy(config, stage) if config.init_checkpoint is not None else None
+    )
+    # The league folder is opened (made) only once the game and scenarios are good.
+    if config.enable_self_play and out is None:
+        import tempfile
+
+        out = Path(tempfile.mkdtemp(prefix="mopa-league-"))
+    store = LeagueStore(out) if out is not None else None
+    state_key = f"run/{config.run_id}"
+    saved = store.get_state(state_key) if store is not None else None
+    if resume is not None and saved is None:
+        raise MissingPathError(f"{resume} holds no run {config.run_id!r} to resume")
+    if saved is not None and resume is None:
+        raise CheckpointError(
+            f"{out} already holds run {config.run_id!r}: pass resume={str(out)!r} or "
+            "choose another run_id"
+        )
+    if saved is not None and saved["config_hash"] != config_hash(config.identity()):
+        raise CheckpointError(
+            f"run {config.run_id!r} in {out} was started with another config"
+        )
+    pool = (
+        OpponentPool(store, side=f"{config.run_id}", max_size=config.pool_max_size)
+        if config.enable_self_play
+        else None
+    )
     key = jax.random.key(config.seed)
     done_chunks, version = 0, 0
     history: dict[str, list[np.ndarray]] = {}
@@ -599,7 +587,7 @@ def train(
         )
     else:
         if config.init_checkpoint is not None:
-            carry = _start_from(carry, config, stage)
+            carry = _start_from(carry, config, start_policy)
         if pool is not None:  # the pool starts with the learner's initial weights
             _snapshot(pool, stage, carry, config, 0, 0, store)
             version = 1
@@ -730,9 +718,8 @@ def _record_outcomes(curriculum: CurriculumScheduler, rows: dict[str, np.ndarray
             curriculum.record_episode((i + 1) * wins // n > i * wins // n)
 
 
-def _start_from(carry, config: TrainingConfig, stage: StageGame):
-    """``carry`` with the learner's actor weights read from
-    ``config.init_checkpoint``.
+def _start_policy(config: TrainingConfig, stage: StageGame) -> LeaguePolicy:
+    """The policy of ``config.init_checkpoint``, checked to fit the learner.
 
     Raises:
         FileNotFoundError: no such checkpoint.
@@ -742,7 +729,7 @@ def _start_from(carry, config: TrainingConfig, stage: StageGame):
 
     path = Path(config.init_checkpoint)
     if not path.exists():
-        raise FileNotFoundError(f"no checkpoint to start from at {path}")
+        raise MissingPathError(f"no checkpoint to start from at {path}")
     team = stage.arena.team_names[0]
     policy = load_league_policy(path, team)
     mine, theirs = stage.spec, policy.spec
@@ -758,11 +745,22 @@ def _start_from(carry, config: TrainingConfig, stage: StageGame):
             f"{theirs.hidden}; the learner needs {mine.kind}, {mine.obs_size}, "
             f"{mine.num_actions}, {mine.hidden}"
         )
+    return policy
+
+
+def _start_from(carry, config: TrainingConfig, policy: LeaguePolicy):
+    """``carry`` with the learner's actor weights those of ``policy`` (read from
+    ``config.init_checkpoint``).
+
+    Raises:
+        InvalidParameterError: a layer of the policy does not fit the learner's.
+    """
     learner = carry.learners["0"]
     actor, report = transfer_weights(policy.params, learner.actor_params)
     if report["skipped"]:
         raise InvalidParameterError(
-            f"init_checkpoint {path}: layers {report['skipped']} do not fit"
+            f"init_checkpoint {config.init_checkpoint}: layers {report['skipped']} "
+            "do not fit"
         )
     learner = learner._replace(actor_params=jax.tree.map(jnp.asarray, actor))
     return carry._replace(learners={**carry.learners, "0": learner})

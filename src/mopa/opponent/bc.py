@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from mopa.core.checks import check_fields
 from mopa.envs.base import Env
 from mopa.envs.rollout import PolicyFn, Trajectory
 from mopa.errors import InvalidParameterError
@@ -66,6 +67,7 @@ class BCConfig:
     """Global gradient-norm clip."""
 
     def __post_init__(self):
+        check_fields(self)
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
         if not self.hidden or min(self.hidden) < 1:
             raise InvalidParameterError(

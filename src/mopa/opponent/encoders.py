@@ -62,6 +62,7 @@ from mopa.core.checkpoint import (
     read_msgpack,
     write_config_params,
 )
+from mopa.core.checks import check_fields
 from mopa.core.configs import config_from_kinds
 from mopa.errors import CheckpointError, InvalidParameterError
 from mopa.models.encoders import JEPA, VAE, Classifier
@@ -101,6 +102,7 @@ class EncoderConfig:
     """Clip the gradient's global norm to this (0 turns clipping off)."""
 
     def __post_init__(self):
+        check_fields(self)
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
         self._check_positive("input_size", "num_updates", "batch_size", "learning_rate")
         if not self.hidden or any(h < 1 for h in self.hidden):

@@ -47,6 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from mopa.core.checks import check_fields
 from mopa.envs.base import Env, TeamArrays
 from mopa.envs.spaces import Discrete
 from mopa.errors import InvalidParameterError, MopaError
@@ -81,6 +82,7 @@ class LookaheadConfig:
     latents and samples), which lowers the variance of their comparison."""
 
     def __post_init__(self):
+        check_fields(self)
         if not isinstance(self.num_rollouts, int | np.integer) or self.num_rollouts < 1:
             raise InvalidParameterError(
                 f"num_rollouts must be an integer >= 1, got {self.num_rollouts!r}"

@@ -65,6 +65,7 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 
+from mopa.core.checks import check_fields
 from mopa.envs.base import Env
 from mopa.errors import InvalidParameterError
 from mopa.planning.lookahead import (
@@ -115,6 +116,7 @@ class MCTSConfig:
     """Divides the own policy's values before the softmax of the prior."""
 
     def __post_init__(self):
+        check_fields(self)
         for name, low in (
             ("num_simulations", 1),
             ("num_particles", 1),

@@ -2,23 +2,21 @@
 calibration error by step.
 
 They take plain arrays (what :mod:`mopa.opponent.calibration` computes, or what a
-results file stores), draw on matplotlib's Agg canvas without ``pyplot`` and write
-PNGs atomically.
+results file stores), draw on a matplotlib figure without ``pyplot`` and write
+PNGs with :func:`mopa.report.figures.save_png`.
 """
 
 from __future__ import annotations
 
-import io
 import os
 from pathlib import Path
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
-from mopa.core.files import atomic_write
 from mopa.errors import InvalidParameterError
+from mopa.report.figures import save_png
 
 
 def plot_reliability_diagram(
@@ -82,7 +80,7 @@ def plot_reliability_diagram(
     bottom.set_xlabel("confidence")
     bottom.set_ylabel("share")
     figure.tight_layout()
-    return _save(figure, path)
+    return save_png(figure, path)
 
 
 def plot_calibration_by_step(
@@ -113,10 +111,4 @@ def plot_calibration_by_step(
     axes.legend(fontsize=8)
     axes.grid(alpha=0.3)
     figure.tight_layout()
-    return _save(figure, path)
-
-
-def _save(figure: Figure, path: str | os.PathLike) -> Path:
-    buffer = io.BytesIO()
-    FigureCanvasAgg(figure).print_png(buffer)
-    return atomic_write(path, lambda file: file.write(buffer.getvalue()))
+    return save_png(figure, path)

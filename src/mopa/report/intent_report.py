@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from mopa.core.files import atomic_write, write_json
 from mopa.report.calibration import plot_calibration_by_step, plot_reliability_diagram
+from mopa.report.figures import save_png
 
 CONDITIONS_PNG = "conditions.png"
 CALIBRATION_PNG = "belief_calibration.png"
@@ -261,15 +261,7 @@ def plot_conditions(
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     figure.tight_layout()
-    return _save_png(figure, path)
-
-
-def _save_png(figure: Figure, path: str | Path) -> Path:
-    import io
-
-    buffer = io.BytesIO()
-    FigureCanvasAgg(figure).print_png(buffer)
-    return atomic_write(path, lambda file: file.write(buffer.getvalue()))
+    return save_png(figure, path)
 
 
 def _stage_result(out: Path, name: str) -> dict:

@@ -36,9 +36,10 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyArrowPatch, Rectangle
 from numpy.typing import ArrayLike
 
+from mopa.core.checks import check_fits_memory
 from mopa.core.files import atomic_write
 from mopa.envs.base import Env
-from mopa.envs.pursuit import INTENT_CORNERS
+from mopa.envs.pursuit import INTENT_CORNERS, PursuitEnv
 from mopa.envs.rollout import PolicyFn, rollout
 from mopa.errors import InvalidParameterError
 
@@ -334,10 +335,18 @@ def episode_gif(
     """
     _check_fps(fps)
     _check_size(size)
+    if not isinstance(_unwrap_env(env), PursuitEnv):
+        raise InvalidParameterError(
+            f"render draws the pursuit games (tag and its variants), not "
+            f"{getattr(env, 'name', type(env).__name__)}"
+        )
     if num_steps is None:
         num_steps = int(np.asarray(params.max_steps))
     if num_steps < 1:
         raise InvalidParameterError(f"num_steps must be >= 1, got {num_steps}")
+    check_fits_memory(  # every frame, then their stack
+        "num_steps", 2 * num_steps * size * size * 3, f"{num_steps:,} frames"
+    )
     trajectory = rollout(env, params, policy_fn, key, num_steps)
     frames = render_episode(env, trajectory.state, params, size=size)
     return save_gif(path, frames, fps)

@@ -13,12 +13,12 @@ import os
 from pathlib import Path
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from mopa.core.files import atomic_write, write_json
 from mopa.errors import InvalidParameterError
 from mopa.eval.tournament import TournamentResult
+from mopa.report.figures import save_png
 
 
 def save_tournament(result: TournamentResult, path: str | os.PathLike) -> Path:
@@ -76,7 +76,6 @@ def plot_tournament_heatmap(
     half = (stats["ci95"][..., 1] - stats["ci95"][..., 0]) / 2
     rows, columns = mean.shape
     figure = Figure(figsize=(2.6 + 1.3 * columns, 1.6 + 0.6 * rows), dpi=100)
-    canvas = FigureCanvasAgg(figure)
     axes = figure.add_subplot()
     image = axes.imshow(mean, cmap=cmap, aspect="auto")
     figure.colorbar(image, ax=axes, label=metric)
@@ -105,4 +104,4 @@ def plot_tournament_heatmap(
         fontsize=9,
     )
     figure.tight_layout()
-    return atomic_write(path, lambda file: canvas.print_png(file))
+    return save_png(figure, path)

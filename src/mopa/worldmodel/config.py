@@ -13,6 +13,7 @@ import dataclasses
 import json
 from typing import Any, ClassVar
 
+from mopa.core.checks import check_fields
 from mopa.core.configs import config_from_kinds
 from mopa.errors import InvalidParameterError
 from mopa.models.networks import ACTIVATIONS
@@ -51,6 +52,7 @@ class WorldModelConfig:
     loss averages the ``H`` predictions; 1 is one-step training)."""
 
     def __post_init__(self):
+        check_fields(self)
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
         for name in (
             "num_agents",

@@ -50,7 +50,7 @@ force vectors (``rollout`` of ``random_policy``, 2000 episodes)."""
         ({"batch_size": 0}, "batch_size must be > 0"),
         ({"lr": 0.0}, "lr must be > 0"),
         ({"num_episodes": 10, "num_envs": 4}, "num_episodes .* multiple of num_envs"),
-        ({"discrete_actions": 1}, "discrete_actions must be bool"),
+        ({"discrete_actions": 1}, "discrete_actions must be true or false"),
         ({"learning_starts": -1}, "learning_starts must be >= 0"),
     ],
 )

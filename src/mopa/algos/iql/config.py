@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from mopa.algos.config import TrainConfig
+from mopa.core.checks import check_count
 from mopa.errors import InvalidParameterError
 
 IQL_ALGOS = ("iql", "oa_iql")
@@ -78,6 +79,7 @@ class IQLConfig(TrainConfig):
             raise InvalidParameterError(
                 f"hidden must be positive widths, got {self.hidden}"
             )
+        check_count("buffer_size", self.buffer_size)
         if self.rnn and len(self.hidden) != 2:
             raise InvalidParameterError(
                 f"hidden must have 2 widths (dense, GRU) when rnn, got {self.hidden}"

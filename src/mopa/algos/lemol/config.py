@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from mopa.algos.maddpg.config import MADDPGConfig, check_positive
+from mopa.algos.maddpg.config import MADDPGConfig
+from mopa.core.checks import check_positive
 from mopa.errors import InvalidParameterError
 
 LEMOL_POLICIES = ("maddpg", "m3ddpg", "lemol")

@@ -12,25 +12,19 @@ import json
 import math
 from typing import Any
 
+from mopa.core.checks import (
+    check_count,
+    check_fields,
+    check_positive,
+    check_range,
+    check_seed,
+)
 from mopa.errors import InvalidParameterError
 
 MADDPG_POLICIES = ("maddpg", "m3ddpg")
 """Learners a team of agents can use in a plain MADDPG run."""
 POLICY_ALIASES = {"mmmaddpg": "m3ddpg"}
 """Other spellings accepted for a policy name (the M3DDPG code's own)."""
-
-
-def check_positive(config: Any, *names: str) -> None:
-    for name in names:
-        value = getattr(config, name)
-        if not value > 0:
-            raise InvalidParameterError(f"{name} must be > 0, got {value}")
-
-
-def check_range(config: Any, name: str, low: float, high: float) -> None:
-    value = getattr(config, name)
-    if not low <= value <= high:
-        raise InvalidParameterError(f"{name} must be in [{low}, {high}], got {value}")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -83,6 +77,7 @@ class MADDPGConfig:
     """Base random seed; seed ``i`` uses ``fold_in(key(seed), i)``."""
 
     def __post_init__(self):
+        check_fields(self)
         for team in ("good_policy", "bad_policy"):
             name = getattr(self, team)
             object.__setattr__(self, team, POLICY_ALIASES.get(name, name))
@@ -94,10 +89,6 @@ class MADDPGConfig:
         if self.scenario not in ("push", "adversary"):
             raise InvalidParameterError(
                 f"scenario must be push or adversary, got {self.scenario!r}"
-            )
-        if not isinstance(self.discrete_actions, bool):
-            raise InvalidParameterError(
-                f"discrete_actions must be bool, got {self.discrete_actions!r}"
             )
         check_positive(
             self,
@@ -113,8 +104,9 @@ class MADDPGConfig:
             raise InvalidParameterError(
                 f"learning_starts must be >= 0, got {self.learning_starts}"
             )
-        if self.seed < 0:
-            raise InvalidParameterError(f"seed must be >= 0, got {self.seed}")
+        check_seed("seed", self.seed)
+        for name in ("num_episodes", "replay_buffer_capacity", "max_episode_len"):
+            check_count(name, getattr(self, name))
         if self.num_episodes % self.num_envs:
             raise InvalidParameterError(
                 f"num_episodes ({self.num_episodes}) must be a multiple of num_envs "

@@ -36,6 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mopa.core.checks import check_count, check_fields
 from mopa.envs.ipd import MIRROR_STATES, OTHER_DEFECTED, exact_values
 from mopa.errors import InvalidParameterError
 
@@ -112,6 +113,7 @@ class ExactConfig:
     """``None`` for the infinite discounted game, else a finite number of rounds."""
 
     def __post_init__(self):
+        check_fields(self)
         if self.method not in METHODS:
             raise InvalidParameterError(
                 f"method must be one of {', '.join(METHODS)}, got {self.method!r}"
@@ -129,10 +131,7 @@ class ExactConfig:
                     f"{field} must be >= 0, got {getattr(self, field)}"
                 )
         for field in ("inner_steps", "num_epochs", "hidden_size", "prox_max_iters"):
-            if getattr(self, field) < 1:
-                raise InvalidParameterError(
-                    f"{field} must be >= 1, got {getattr(self, field)}"
-                )
+            check_count(field, getattr(self, field))
         if self.horizon is not None and self.horizon < 1:
             raise InvalidParameterError(f"horizon must be >= 1, got {self.horizon}")
 

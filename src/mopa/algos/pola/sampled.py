@@ -46,6 +46,7 @@ from mopa.algos.pola.dice import (
     value_loss,
 )
 from mopa.algos.pola.networks import GRUNetwork, TabularIPDPolicy, unroll
+from mopa.core.checks import check_count, check_fields
 from mopa.envs import coin_game, ipd
 from mopa.envs.registry import make
 from mopa.errors import InvalidParameterError
@@ -109,6 +110,7 @@ class SampledConfig:
     """Use the learned critic as the DiCE baseline (else zero values)."""
 
     def __post_init__(self):
+        check_fields(self)
         if self.env not in ENVS:
             raise InvalidParameterError(
                 f"env must be one of {', '.join(ENVS)}, got {self.env!r}"
@@ -123,10 +125,7 @@ class SampledConfig:
             "opp_model_steps",
             "opp_model_data_batches",
         ):
-            if getattr(self, field) < 1:
-                raise InvalidParameterError(
-                    f"{field} must be >= 1, got {getattr(self, field)}"
-                )
+            check_count(field, getattr(self, field))
         for field in (
             "lr_in",
             "lr_out",
