@@ -71,3 +71,4 @@ def test_run_metadata_records_config_and_versions():
     assert versions["jax"] == meta["versions"]["jax"] and versions["jax"]
     assert versions["python"].startswith("3.")
     assert meta["machine"]["cpus"] >= 1 and meta["machine"]["devices"]
+    assert set(meta["machine"]["cpu"]["isa"]) <= set(runinfo.ISA_FLAGS)

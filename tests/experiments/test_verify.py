@@ -3,12 +3,15 @@ real experiment (the exact IPD of ``pola-fig3``, quick profile)."""
 
 import json
 import math
+import re
 
 import pytest
 
 from mopa.cli.main import main
 from mopa.experiments.verify import (
     FLOAT_RTOL,
+    TIMING_BAND,
+    compare_benchmark,
     compare_results,
     flatten,
     is_timing,
@@ -73,6 +76,29 @@ def test_nan_matches_nan_and_missing_or_extra_figures_fail():
     ]
 
 
+def test_benchmark_measurements_match_within_the_band_the_rest_exactly():
+    committed = [
+        {"env": "tag", "batch": 64, "steps_per_s": 1e6, "load_before": 1.0},
+        {"env": "tag", "batch": 1024, "steps_per_s": 2e6, "load_before": 1.0},
+    ]
+    slower = [{**row, "load_before": 9.0} for row in committed]
+    slower[0]["steps_per_s"] = 1e6 / (TIMING_BAND * 0.99)
+    rows = compare_benchmark(committed, slower)
+    assert all(c.ok for c in rows)
+    assert {c.path: c.kind for c in rows}["0.steps_per_s"] == "measurement"
+    assert {c.path: c.kind for c in rows}["0.load_before"] == "machine"
+    for changed in (
+        {"steps_per_s": 1e6 / (TIMING_BAND * 1.01)},  # lost its speed
+        {"steps_per_s": 1e6 * TIMING_BAND * 1.01},
+        {"steps_per_s": math.nan},
+        {"batch": 65},  # measured something else
+        {"env": "tag_intent"},
+    ):
+        rerun = [{**committed[0], **changed}, committed[1]]
+        (bad,) = [c.path for c in compare_benchmark(committed, rerun) if not c.ok]
+        assert bad == f"0.{next(iter(changed))}", changed
+
+
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
     out = tmp_path_factory.mktemp("verify") / "fig3"
@@ -134,3 +160,37 @@ def test_verify_refuses_a_config_the_preset_no_longer_has(written, capsys, tmp_p
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("mopa: error:")
     assert f"at {field} = 'something else'" in err[0]
+
+
+def test_verify_reruns_a_benchmark_from_its_recorded_command(tmp_path, capsys):
+    rows_path = tmp_path / "bench" / "bench_env.json"
+    argv = ["bench", "env", "--envs", "tag", "--batches", "64", "--steps", "50000"]
+    argv += ["--repeats", "3", "--no-jaxmarl", "--json", str(rows_path)]
+    assert main(argv) == 0
+    meta = json.loads(rows_path.with_name("bench_env.meta.json").read_text())
+    assert meta["config"]["argv"] == argv
+    assert meta["machine"]["cpu"]["isa"] is not None
+    capsys.readouterr()
+    assert main(["verify", str(rows_path), "--scratch", str(tmp_path / "rerun")]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"0\.steps_per_s .* ok \(x\d+\.\d\d\)", out), out
+    assert out.rstrip().endswith("verified")
+    assert (tmp_path / "rerun" / "bench_env.json").is_file()
+    # a row that measured something else fails, by name
+    rows = json.loads(rows_path.read_text())
+    rows[0]["batch"] = 65
+    rows_path.write_text(json.dumps(rows))
+    assert main(["verify", str(rows_path), "--failures-only"]) == 1
+    out = capsys.readouterr().out
+    assert "FAILED: 1 figures differ, first 0.batch" in out
+    # the rerun must not overwrite the committed rows
+    assert main(["verify", str(rows_path), "--scratch", str(rows_path.parent)]) == 2
+    assert "must not overwrite the committed rows" in capsys.readouterr().err
+
+
+def test_verify_refuses_a_benchmark_without_its_command(tmp_path, capsys):
+    (tmp_path / "old.json").write_text("[]")
+    (tmp_path / "old.meta.json").write_text('{"config": {"command": "bench env"}}')
+    assert main(["verify", str(tmp_path / "old.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mopa: error: ") and "records no mopa bench command" in err

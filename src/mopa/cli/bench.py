@@ -7,10 +7,9 @@ import importlib.util
 from pathlib import Path
 
 from mopa.cli import bench_beliefs, bench_ray, bench_train
-from mopa.cli.records import add_record_flags
+from mopa.cli.records import add_record_flags, write_benchmark
 from mopa.core.checks import check_count, check_counts
-from mopa.core.files import check_output_file, write_json
-from mopa.core.runinfo import run_metadata
+from mopa.core.files import check_output_file
 from mopa.errors import UnknownNameError
 
 
@@ -146,10 +145,7 @@ def run_planner(args: argparse.Namespace) -> int:
         progress=show,
     )
     if args.json:
-        write_json(args.json, rows)
-        meta = run_metadata({"command": "bench planner", **config})
-        write_json(args.json.with_name(args.json.stem + ".meta.json"), meta)
-        print(f"wrote {args.json}")
+        write_benchmark(args, rows, config)
     return 0
 
 
@@ -186,18 +182,13 @@ def run_env(args: argparse.Namespace) -> int:
     for batch, ratio in ratios.items():
         print(f"tag speed-up over JaxMARL simple_tag at batch {batch}: {ratio:.2f}x")
     if args.json:
-        write_json(args.json, rows)
-        meta = run_metadata(
-            {
-                "command": "bench env",
-                "envs": list(envs),
-                "batches": list(args.batches),
-                "repeats": args.repeats,
-                "steps": args.steps,
-                "jaxmarl": include_jaxmarl,
-                "speedup_tag": {str(b): r for b, r in ratios.items()},
-            }
-        )
-        write_json(args.json.with_name(args.json.stem + ".meta.json"), meta)
-        print(f"wrote {args.json}")
+        config = {
+            "envs": list(envs),
+            "batches": list(args.batches),
+            "repeats": args.repeats,
+            "steps": args.steps,
+            "jaxmarl": include_jaxmarl,
+            "speedup_tag": {str(b): r for b, r in ratios.items()},
+        }
+        write_benchmark(args, rows, config)
     return 0

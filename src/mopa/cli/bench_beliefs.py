@@ -7,9 +7,9 @@ import argparse
 import math
 from pathlib import Path
 
+from mopa.cli.records import write_benchmark
 from mopa.core.checks import check_count, check_counts
-from mopa.core.files import check_output_file, write_json
-from mopa.core.runinfo import run_metadata
+from mopa.core.files import check_output_file
 from mopa.errors import InvalidParameterError, UnknownNameError
 
 ENCODERS = ("classifier", "vae", "jepa")
@@ -134,9 +134,7 @@ def run_beliefs(args: argparse.Namespace) -> int:
         progress=show_belief,
     )
     if args.json:
-        write_json(args.json, rows)
         config = {
-            "command": "bench beliefs",
             "encoders": list(args.encoders),
             "beliefs": list(args.beliefs),
             "batches": list(args.batches),
@@ -145,8 +143,5 @@ def run_beliefs(args: argparse.Namespace) -> int:
             "repeats": args.repeats,
             "seconds": args.seconds,
         }
-        write_json(
-            args.json.with_name(args.json.stem + ".meta.json"), run_metadata(config)
-        )
-        print(f"wrote {args.json}")
+        write_benchmark(args, rows, config)
     return 0

@@ -8,9 +8,9 @@ import os
 import tempfile
 from pathlib import Path
 
+from mopa.cli.records import write_benchmark
 from mopa.core.checks import check_count
-from mopa.core.files import check_output_file, write_json
-from mopa.core.runinfo import run_metadata
+from mopa.core.files import check_output_file
 
 
 def add_parser(kinds: argparse._SubParsersAction) -> None:
@@ -86,17 +86,12 @@ def run_ray(args: argparse.Namespace) -> int:
         f"{row['load_after']:.1f}"
     )
     if args.json:
-        write_json(args.json, row)
         config = {
-            "command": "bench ray",
             "workers": args.workers,
             "players": args.players,
             "opponents": args.opponents,
             "episodes": args.episodes,
             "repeats": args.repeats,
         }
-        write_json(
-            args.json.with_name(args.json.stem + ".meta.json"), run_metadata(config)
-        )
-        print(f"wrote {args.json}")
+        write_benchmark(args, row, config)
     return 0

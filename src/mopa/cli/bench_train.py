@@ -6,8 +6,8 @@ import argparse
 import math
 from pathlib import Path
 
-from mopa.core.files import check_output_file, write_json
-from mopa.core.runinfo import run_metadata
+from mopa.cli.records import write_benchmark
+from mopa.core.files import check_output_file
 from mopa.errors import InvalidParameterError
 
 
@@ -82,16 +82,11 @@ def run(args: argparse.Namespace) -> int:
         runs, seeds=args.seeds, steps=int(args.steps), progress=show, **fields
     )
     if args.json:
-        write_json(args.json, rows)
-        meta = run_metadata(
-            {
-                "command": "bench train",
-                "runs": [list(r) for r in runs],
-                "seeds": args.seeds,
-                "steps": int(args.steps),
-                "set": fields,
-            }
-        )
-        write_json(args.json.with_name(args.json.stem + ".meta.json"), meta)
-        print(f"wrote {args.json}")
+        config = {
+            "runs": [list(r) for r in runs],
+            "seeds": args.seeds,
+            "steps": int(args.steps),
+            "set": fields,
+        }
+        write_benchmark(args, rows, config)
     return 0

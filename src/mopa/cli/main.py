@@ -71,6 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as error:
         print(f"mopa: error: {error}", file=sys.stderr)
         return 2
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # what records keep
     from mopa.core.compile_cache import use_compile_cache
     from mopa.core.devices import use_cpu_devices, use_quick_compile
 

@@ -1,15 +1,19 @@
 """The repository's record folders (``results/``, ``benchmarks/``) from the CLI:
 every command that writes figures declares its output with
 :func:`add_record_flags`, and :func:`check_record_output` refuses, before any work,
-to write one of those folders from a dirty tree unless ``--allow-dirty`` is given."""
+to write one of those folders from a dirty tree unless ``--allow-dirty`` is given.
+A benchmark writes its rows with :func:`write_benchmark`, which records beside
+them the command line that produced them, so ``mopa verify`` can run it again."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from mopa.core.runinfo import check_clean_for
+from mopa.core.files import write_json
+from mopa.core.runinfo import check_clean_for, run_metadata
 
 
 def add_record_flags(
@@ -39,3 +43,20 @@ def check_record_output(args: argparse.Namespace) -> None:
     path = None if output is None else output(args)
     if path is not None:
         check_clean_for(path, args.allow_dirty)
+
+
+def benchmark_meta_path(rows_path: Path) -> Path:
+    """Where a benchmark's metadata lies beside its rows (``NAME.meta.json``)."""
+    return rows_path.with_name(rows_path.stem + ".meta.json")
+
+
+def write_benchmark(
+    args: argparse.Namespace, rows: Any, config: dict[str, Any]
+) -> None:
+    """Write a benchmark's ``rows`` to ``args.json`` and its metadata beside them:
+    ``config`` plus ``command`` (``bench KIND``) and ``argv``, the command line
+    after ``mopa`` (set by :func:`mopa.cli.main.main`)."""
+    write_json(args.json, rows)
+    config = {"command": f"bench {args.bench}", "argv": args.argv, **config}
+    write_json(benchmark_meta_path(args.json), run_metadata(config))
+    print(f"wrote {args.json}")

@@ -1,10 +1,11 @@
-"""``mopa verify RESULT_DIR``: rerun the experiment a result folder records, from
-nothing, and print every number of its ``results.json`` beside the rerun's."""
+"""``mopa verify RESULT``: rerun what a result folder or a benchmark's JSON records,
+from nothing, and print every number beside the rerun's."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 from pathlib import Path
 
 from mopa.errors import InvalidParameterError
@@ -13,15 +14,19 @@ from mopa.errors import InvalidParameterError
 def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "verify",
-        help="rerun a result folder's experiment and compare every number",
-        description="Read the experiment, profile and seeds recorded in "
-        "RESULT_DIR/config.json, rerun it from nothing into a scratch folder and "
-        "print every number of results.json: committed, rerun, difference and "
-        "verdict. Integers and text must match exactly, floats to 1e-5 relative; "
-        "times are shown, not compared. Exits 0 only when every number matches, "
-        "1 when one does not.",
+        help="rerun a result folder's experiment or a benchmark and compare every "
+        "number",
+        description="RESULT is a folder written by mopa experiment / reproduce, or a "
+        "benchmark's rows (NAME.json, with NAME.meta.json beside it) written by "
+        "mopa bench --json. Rerun what it records from nothing into a scratch "
+        "folder and print every number: committed, rerun, difference and verdict. "
+        "For experiments integers and text must match exactly, floats to 1e-5 "
+        "relative, and times are shown, not compared; for benchmarks what was "
+        "measured must match exactly and every measurement within a factor 2.5 "
+        "(mopa.experiments.verify says why). Exits 0 only when every number "
+        "matches, 1 when one does not.",
     )
-    parser.add_argument("folder", type=Path, metavar="RESULT_DIR")
+    parser.add_argument("folder", type=Path, metavar="RESULT")
     parser.add_argument(
         "--scratch",
         type=Path,
@@ -36,19 +41,18 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
-def _text(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return "-" if value is None else json.dumps(value)
-
-
 def run(args: argparse.Namespace) -> int:
-    from mopa.core.devices import use_quick_compile
-    from mopa.core.runinfo import git_sha
-    from mopa.experiments.verify import recorded_run, verify_folder
-
     if args.scratch is not None and args.scratch.exists() and not args.scratch.is_dir():
         raise InvalidParameterError(f"--scratch {args.scratch} is not a folder")
+    if args.folder.is_file():
+        return _verify_benchmark(args)
+    return _verify_experiment(args)
+
+
+def _verify_experiment(args: argparse.Namespace) -> int:
+    from mopa.core.devices import use_quick_compile
+    from mopa.experiments.verify import recorded_run, verify_folder
+
     recorded = recorded_run(args.folder)
     if recorded.preset == "quick":
         use_quick_compile()  # as `mopa experiment --profile quick` compiled it
@@ -59,37 +63,76 @@ def run(args: argparse.Namespace) -> int:
     report = verify_folder(
         args.folder, args.scratch, progress=lambda line: print(f"  {line}", flush=True)
     )
-    import jax
+    return _print_report(recorded, report.comparisons, report.wall_s, args)
 
-    if recorded.devices is not None and recorded.devices != len(jax.devices()):
-        print(
-            f"note: written on {recorded.devices} devices, rerun on "
-            f"{len(jax.devices())}: float rounding may differ"
-        )
-    width = max((len(c.path) for c in report.comparisons), default=4)
+
+def _verify_benchmark(args: argparse.Namespace) -> int:
+    import time
+
+    from mopa.cli.main import build_parser
+    from mopa.experiments.verify import compare_benchmark, recorded_benchmark
+
+    recorded = recorded_benchmark(args.folder)
+    rerun_args = build_parser().parse_args(recorded.argv)
+    print(f"verify {args.folder}: {recorded.command} (written at {recorded.git_sha})")
+    with tempfile.TemporaryDirectory(prefix="mopa-verify-") as temporary:
+        scratch = Path(temporary) if args.scratch is None else args.scratch
+        if scratch.resolve() == args.folder.resolve().parent:
+            raise InvalidParameterError(
+                f"--scratch {scratch} holds {args.folder}: the rerun must not "
+                "overwrite the committed rows"
+            )
+        scratch.mkdir(parents=True, exist_ok=True)
+        rerun_args.json = scratch / args.folder.name
+        rerun_args.argv = recorded.argv
+        start = time.perf_counter()
+        rerun_args.run(rerun_args)
+        wall_s = time.perf_counter() - start
+        rerun = json.loads(rerun_args.json.read_text())
+    comparisons = compare_benchmark(recorded.rows, rerun)
+    return _print_report(recorded, comparisons, wall_s, args)
+
+
+def _text(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return "-" if value is None else json.dumps(value)
+
+
+def _print_report(recorded, comparisons, wall_s: float, args) -> int:
+    """Print the figures side by side and the verdict; returns the exit code."""
+    from mopa.core.runinfo import git_sha
+    from mopa.experiments.verify import same_machine_notes
+
+    for note in same_machine_notes(recorded):
+        print(f"note: {note}")
+    width = max((len(c.path) for c in comparisons), default=4)
     print(
         f"{'figure':<{width}}  {'committed':>12}  {'rerun':>12}  {'diff':>10}  verdict"
     )
-    for c in report.comparisons:
+    for c in comparisons:
         if args.failures_only and c.ok:
             continue
         diff = c.difference
-        verdict = "timing" if c.kind == "timing" else ("ok" if c.ok else "DIFFERS")
-        if c.kind in ("missing", "extra"):
-            verdict = c.kind.upper()
+        verdict = c.kind if c.kind in ("timing", "machine") else "ok"
+        if not c.ok:
+            verdict = c.kind.upper() if c.kind in ("missing", "extra") else "DIFFERS"
+        numbers = all(isinstance(v, int | float) for v in (c.committed, c.rerun))
+        if c.kind == "measurement" and numbers and c.committed:
+            verdict += f" (x{c.rerun / c.committed:.2f})"
         print(
             f"{c.path:<{width}}  {_text(c.committed):>12}  {_text(c.rerun):>12}  "
             f"{'' if diff is None else f'{diff:+.3g}':>10}  {verdict}"
         )
-    compared = [c for c in report.comparisons if c.kind != "timing"]
+    compared = [c for c in comparisons if c.kind not in ("timing", "machine")]
+    failures = [c for c in comparisons if not c.ok]
     print(
-        f"{len(compared) - len(report.failures)} of {len(compared)} figures match "
-        f"({len(report.comparisons) - len(compared)} timings not compared); rerun "
-        f"{report.wall_s:.0f} s at {git_sha()}"
+        f"{len(compared) - len(failures)} of {len(compared)} figures match "
+        f"({len(comparisons) - len(compared)} not compared); rerun {wall_s:.0f} s "
+        f"at {git_sha()}"
     )
-    if not report.ok:
-        first = report.failures[0].path
-        print(f"FAILED: {len(report.failures)} figures differ, first {first}")
+    if failures:
+        print(f"FAILED: {len(failures)} figures differ, first {failures[0].path}")
         return 1
     print("verified")
     return 0

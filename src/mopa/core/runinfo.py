@@ -107,8 +107,9 @@ def check_clean_for(path: str | Path, allow_dirty: bool = False) -> None:
 
 def run_metadata(config: dict[str, Any]) -> dict[str, Any]:
     """``{"config", "versions", "git_sha", "git_dirty", "git_diff_sha256",
-    "platform", "machine"}`` for a run (call it when the run starts: the source
-    it records is the source that ran)."""
+    "platform", "machine"}`` for a run; ``machine`` holds the CPU count, the JAX
+    devices and :func:`cpu_description`. Call it when the run starts: the source it
+    records is the source that ran."""
     import jax
 
     state = git_state()
@@ -119,8 +120,39 @@ def run_metadata(config: dict[str, Any]) -> dict[str, Any]:
         "git_dirty": None if state is None else state.dirty,
         "git_diff_sha256": None if state is None else state.diff_sha256,
         "platform": platform.platform(),
-        "machine": {"cpus": _cpu_count(), "devices": [str(d) for d in jax.devices()]},
+        "machine": {
+            "cpus": _cpu_count(),
+            "devices": [str(d) for d in jax.devices()],
+            "cpu": cpu_description(),
+        },
     }
+
+
+ISA_FLAGS = (
+    "sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl",
+    "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile",
+)  # fmt: skip
+"""The vector extensions XLA's CPU compiler may use, as Linux names them."""
+
+
+def cpu_description() -> dict[str, Any]:
+    """``{"model", "isa"}``: the processor's name and which of :data:`ISA_FLAGS` it
+    has. XLA compiles for the processor it runs on, so the float rounding of a
+    program, and a training run that amplifies it, can differ between processors
+    with the same jax, code and seeds; a result records where it was computed."""
+    model, flags = platform.processor() or None, set()
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name":
+                    model = value.strip()
+                elif key.strip() == "flags":
+                    flags = set(value.split())
+                    break
+    except OSError:  # not Linux
+        pass
+    return {"model": model, "isa": [flag for flag in ISA_FLAGS if flag in flags]}
 
 
 def _cpu_count() -> int | None:
