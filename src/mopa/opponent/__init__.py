@@ -3,8 +3,10 @@ representations of a trajectory (:mod:`mopa.opponent.representations`), the
 encoders that map them to a latent strategy (:mod:`mopa.opponent.encoders`),
 online beliefs over strategies (:mod:`mopa.opponent.beliefs`), their calibration
 (:mod:`mopa.opponent.calibration`), scikit-learn metrics of latents
-(:mod:`mopa.opponent.metrics`) and latent-conditioned behaviour cloning
-(:mod:`mopa.opponent.bc`).
+(:mod:`mopa.opponent.metrics`), latent-conditioned behaviour cloning
+(:mod:`mopa.opponent.bc`) and the population model of a family of opponents with
+its joint belief over (intent, style) and "none fits" test
+(:mod:`mopa.opponent.population`).
 
 Only the first-level names are re-exported here; import the submodules for the
 rest (losses, update steps, data builders).
@@ -68,6 +70,30 @@ from mopa.opponent.encoders import (
     vae_encode,
 )
 from mopa.opponent.metrics import cluster_scores, gmm_bic, probe_accuracy
+from mopa.opponent.population import (
+    MemberData,
+    PopulationBeliefState,
+    PopulationConfig,
+    PopulationLatent,
+    excess_surprisal,
+    fit_population,
+    init_population_belief,
+    intent_belief,
+    joint_belief,
+    member_belief,
+    member_data,
+    member_logits,
+    none_fits,
+    none_fits_probability,
+    num_members,
+    observe_opponent,
+    population_beliefs,
+    population_log_probs,
+    population_logits,
+    reset_intent,
+    sample_population_latent,
+    update_population_belief,
+)
 from mopa.opponent.representations import (
     last_window,
     occupancy,
@@ -106,6 +132,28 @@ __all__ = [
     "update_bayes_belief",
     "update_prefix_belief",
     "window_logits_fn",
+    "MemberData",
+    "PopulationBeliefState",
+    "PopulationConfig",
+    "PopulationLatent",
+    "excess_surprisal",
+    "fit_population",
+    "init_population_belief",
+    "intent_belief",
+    "joint_belief",
+    "member_belief",
+    "member_data",
+    "member_logits",
+    "none_fits",
+    "none_fits_probability",
+    "num_members",
+    "observe_opponent",
+    "population_beliefs",
+    "population_log_probs",
+    "population_logits",
+    "reset_intent",
+    "sample_population_latent",
+    "update_population_belief",
     "ClassifierConfig",
     "ClassifierData",
     "JEPAConfig",

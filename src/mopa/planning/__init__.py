@@ -32,6 +32,8 @@ from mopa.planning.opponents import (
     OpponentHeadModel,
     OpponentModel,
     PolicyOpponentModel,
+    PopulationModelParams,
+    PopulationOpponentModel,
     greedy_logits,
 )
 
@@ -51,6 +53,8 @@ __all__ = [
     "OpponentModel",
     "Plan",
     "PolicyOpponentModel",
+    "PopulationModelParams",
+    "PopulationOpponentModel",
     "PRIORS",
     "RewardFn",
     "SearchNode",

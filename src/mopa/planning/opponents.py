@@ -28,6 +28,12 @@ from flax import struct
 
 from mopa.envs.base import TeamArrays
 from mopa.errors import InvalidParameterError
+from mopa.opponent.population import (
+    PopulationConfig,
+    PopulationLatent,
+    member_logits,
+    sample_population_latent,
+)
 from mopa.policy import PolicySpec, agent_inputs
 
 NO_LATENT_SHAPE = (0,)
@@ -251,6 +257,71 @@ class IntentConditionedModel:
             conditioned if u == self.policy.team else o for u, o in enumerate(obs)
         )
         return self.policy.logits(params.policy_params, (), obs)
+
+
+@struct.dataclass
+class PopulationModelParams:
+    """Numbers of a :class:`PopulationOpponentModel`."""
+
+    clone_params: Any
+    """The clone library's weights, leaves ``[M, ...]``
+    (:func:`mopa.opponent.population.fit_population`)."""
+    belief: jax.Array
+    """``[K, M]`` probabilities of each (intent, member), e.g.
+    :func:`mopa.opponent.population.joint_belief` (may change every step)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PopulationOpponentModel:
+    """A population of opponents (:mod:`mopa.opponent.population`) under the joint
+    belief over (intent, member).
+
+    Once per rollout an imagined opponent ``(g, m) ~ belief`` is drawn
+    (:class:`~mopa.opponent.population.PopulationLatent`); at every step each agent
+    of team ``team`` moves as member ``m``'s clone under intent ``g`` reads its
+    observation (without the ``drop_obs_tail`` entries, so the true intent in the
+    game never reaches the imagined opponent). With the belief of
+    :func:`~mopa.opponent.population.joint_belief`, an opponent no member fits is
+    imagined as drawn from the whole population. ``params`` is a
+    :class:`PopulationModelParams`.
+    """
+
+    config: PopulationConfig
+    """The clone library (network, intents, dropped observation entries)."""
+    team: int
+    """Index of the opponent team in the game."""
+    num_opponents: int = 1
+    """``O``: agents of that team (every agent outside the planning team)."""
+
+    def __post_init__(self):
+        if not isinstance(self.config, PopulationConfig):
+            raise InvalidParameterError(
+                f"config must be a PopulationConfig, got {type(self.config).__name__}"
+            )
+        if self.team < 0:
+            raise InvalidParameterError(f"team must be >= 0, got {self.team}")
+        if self.num_opponents < 1:
+            raise InvalidParameterError(
+                f"num_opponents must be >= 1, got {self.num_opponents}"
+            )
+
+    @property
+    def num_actions(self) -> int:
+        return self.config.num_actions
+
+    def sample_latent(
+        self, params: PopulationModelParams, key: jax.Array
+    ) -> PopulationLatent:
+        """``(intent [], member [])`` int32 drawn from ``params.belief``."""
+        return sample_population_latent(key, params.belief)
+
+    def logits(
+        self, params: PopulationModelParams, latent: PopulationLatent, obs: TeamArrays
+    ) -> jax.Array:
+        own = obs[self.team]  # [O, D]
+        return member_logits(
+            self.config, params.clone_params, latent.member, latent.intent, own
+        )
 
 
 @dataclasses.dataclass(frozen=True)
