@@ -1,8 +1,19 @@
-"""Training speed: environment steps per second including learning.
+"""Training speed: environment steps per second including learning, and the
+trainer's compute rate against the machine's own limit.
 
 Each row trains one algorithm on one game exactly as ``mopa train`` does (default
 config, every seed vmapped, jitted chunks) but without a run folder, and times the
 whole call, compilation included: ``steps_per_s = seeds x steps / wall_s``.
+
+Each row then states the run against the machine. ``flops_per_step`` is XLA's count
+(:func:`mopa.bench.compute.program_flops`) of one seed's ``update`` (the trainer's
+own function: the rollout's environment steps and forward passes, the values, and
+the forward and backward passes of every epoch and minibatch) divided by the
+environment steps it collects; ``gflop_s`` is what that makes over the compiled
+chunks' running time; ``matmul_gflop_s`` is a plain jitted matmul the shape of the
+trainer's largest layer (:func:`~mopa.bench.compute.largest_trained_layer`),
+measured in the same process right after the run; ``matmul_fraction`` is the
+ratio of the two.
 """
 
 from __future__ import annotations
@@ -10,8 +21,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mopa.algos.driver import run_training
-from mopa.algos.registry import make_config
+import jax
+
+from mopa.algos.config import TrainConfig
+from mopa.algos.driver import Progress, run_training
+from mopa.algos.registry import make_config, trainer_factory
+from mopa.algos.trainer import seed_keys
+from mopa.bench.compute import largest_trained_layer, matmul_gflop_s, program_flops
 from mopa.core.devices import dividing_devices
 
 TRAIN_BENCHES = (("iql", "tag"), ("mappo", "tag"), ("mappo", "tag_intent"))
@@ -23,17 +39,35 @@ def bench_train(
     seeds: int = 3,
     steps: int = 2_000_000,
     progress: Callable[[dict[str, Any]], None] | None = None,
+    matmul_repeats: int = 5,
     **fields: Any,
 ) -> list[dict[str, Any]]:
     """Train every ``(algo, env)`` of ``runs`` for ``steps`` per seed.
 
     Args:
+        progress: called with each row once it is complete.
+        matmul_repeats: timed repeats of the reference matmul (median taken).
         **fields: config fields set on every run (e.g. ``hidden=(64,)``).
 
     Returns:
         Rows ``{"algo", "env", "seeds", "steps", "wall_s", "compile_s",
-        "steps_per_s", "hidden", "devices"}``; ``steps`` is per seed (whole updates
-        only); ``devices`` is how many devices the seeds were spread over.
+        "steps_per_s", "hidden", "devices", "train_s", "flops_per_step",
+        "gflop_s", "matmul_shape", "matmul_gflop_s", "matmul_fraction"}``:
+
+        * ``steps`` is per seed (whole updates only); ``devices`` is how many
+          devices the seeds were spread over;
+        * ``train_s``: seconds in the compiled chunks (``wall_s`` less set-up and
+          compilation);
+        * ``flops_per_step``: XLA's FLOPs of one seed's update / the environment
+          steps it collects;
+        * ``gflop_s``: ``flops_per_step x seeds x steps / train_s / 1e9``;
+        * ``matmul_shape``: ``[rows, inputs, outputs]`` of the layer whose
+          gradient costs the trainer most, rows being one gradient step's;
+        * ``matmul_gflop_s``: a plain matmul of that shape per seed, seeds vmapped
+          over the same devices (median of ``matmul_repeats``);
+        * ``matmul_fraction``: ``gflop_s / matmul_gflop_s``.
+
+        The last three are ``None`` when the trainer learns no dense layer.
     """
     configs = [  # every config is checked before the first run trains
         make_config(algo, env=env, total_steps=steps, num_seeds=seeds, **fields)
@@ -41,8 +75,12 @@ def bench_train(
     ]
     rows = []
     for (algo, env), config in zip(runs, configs, strict=True):
-        result = run_training(config)
+        chunks: list[Progress] = []
+        result = run_training(config, progress=chunks.append)
         done = config.num_updates * config.steps_per_update
+        train_s = _chunks_seconds(chunks, config)
+        flops_per_step, layer = _update_cost(config)
+        gflop_s = flops_per_step * seeds * done / train_s / 1e9
         row = {
             "algo": algo,
             "env": env,
@@ -53,8 +91,38 @@ def bench_train(
             "steps_per_s": seeds * done / result.wall_s,
             "hidden": list(config.hidden),
             "devices": len(dividing_devices(seeds)),
+            "train_s": train_s,
+            "flops_per_step": flops_per_step,
+            "gflop_s": gflop_s,
+            "matmul_shape": None,
+            "matmul_gflop_s": None,
+            "matmul_fraction": None,
         }
+        if layer is not None:
+            limit = matmul_gflop_s(layer, seeds, repeats=matmul_repeats)
+            row["matmul_shape"] = list(layer)
+            row["matmul_gflop_s"] = limit
+            row["matmul_fraction"] = gflop_s / limit
         rows.append(row)
         if progress is not None:
             progress(row)
     return rows
+
+
+def _chunks_seconds(chunks: list[Progress], config: TrainConfig) -> float:
+    """Seconds the compiled chunks ran, from each chunk's steps and speed."""
+    seconds, updates = 0.0, 0
+    for chunk in chunks:
+        steps = (chunk.updates - updates) * config.steps_per_update * config.num_seeds
+        seconds += steps / chunk.chunk_steps_per_s
+        updates = chunk.updates
+    return seconds
+
+
+def _update_cost(config: TrainConfig):
+    """``(FLOPs per environment step, largest trained layer)`` of one seed's
+    update, from the shapes of its carry (nothing is run)."""
+    trainer = trainer_factory(config)(config, None)
+    carry = jax.eval_shape(trainer.init, seed_keys(config)[0])
+    flops = program_flops(trainer.update, carry)
+    return flops / config.steps_per_update, largest_trained_layer(trainer.update, carry)

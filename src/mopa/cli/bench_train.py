@@ -1,4 +1,5 @@
-"""``mopa bench train``: environment steps per second including learning."""
+"""``mopa bench train``: environment steps per second including learning, and the
+trainer's GFLOP/s against a plain matmul's on the same machine."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ def add_parser(kinds: argparse._SubParsersAction) -> None:
     train = kinds.add_parser(
         "train",
         help="training speed: IQL on tag, MAPPO on tag and tag_intent, seeds "
-        "vmapped, compilation included",
+        "vmapped, compilation included; FLOPs per step and GFLOP/s against a "
+        "matmul of the largest layer's shape",
     )
     train.add_argument("--json", type=Path, help="also write the rows to this path")
     train.add_argument(
@@ -64,14 +66,21 @@ def run(args: argparse.Namespace) -> int:
         check_output_file(args.json, "--json")
     print(
         f"{'algo':6s} {'env':12s} {'seeds':>5s} {'steps':>9s} {'wall_s':>7s} "
-        f"{'compile_s':>9s} {'steps/s':>9s} {'devices':>7s}"
+        f"{'compile_s':>9s} {'steps/s':>9s} {'devices':>7s} {'flops/step':>10s} "
+        f"{'GFLOP/s':>8s} {'matmul':>16s} {'mm GFLOP/s':>10s} {'fraction':>8s}"
     )
 
     def show(row):
+        shape, limit, fraction = "-", "-", "-"
+        if row["matmul_shape"] is not None:
+            shape = "x".join(map(str, row["matmul_shape"]))
+            limit = f"{row['matmul_gflop_s']:.1f}"
+            fraction = f"{row['matmul_fraction']:.3f}"
         print(
             f"{row['algo']:6s} {row['env']:12s} {row['seeds']:5d} {row['steps']:9d} "
             f"{row['wall_s']:7.1f} {row['compile_s']:9.1f} {row['steps_per_s']:9.0f} "
-            f"{row['devices']:7d}",
+            f"{row['devices']:7d} {row['flops_per_step']:10.3g} "
+            f"{row['gflop_s']:8.2f} {shape:>16s} {limit:>10s} {fraction:>8s}",
             flush=True,
         )
 

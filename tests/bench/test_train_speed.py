@@ -1,0 +1,52 @@
+"""``mopa bench train`` at a tiny size: the compute rows beside the speed."""
+
+import json
+import math
+
+import pytest
+
+from mopa.cli.main import main
+
+NUM_ENVS, NUM_STEPS, NUM_MINIBATCHES = 4, 2, 2
+
+
+def test_rows_carry_flops_gflop_s_and_the_matmul_reference(tmp_path, capsys):
+    path = tmp_path / "train.json"
+    argv = ["bench", "train", "--runs", "mappo:tag", "--seeds=1", "--steps=16"]
+    for field in (
+        f"num_envs={NUM_ENVS}",
+        f"num_steps={NUM_STEPS}",
+        f"num_minibatches={NUM_MINIBATCHES}",
+        "update_epochs=1",
+        "hidden=[8]",
+        "num_chunks=1",
+    ):
+        argv += ["--set", field]
+    assert main([*argv, "--json", str(path)]) == 0
+    (row,) = json.loads(path.read_text())
+    assert row["steps"] == 16 and row["hidden"] == [8]
+    assert 0 < row["train_s"] < row["wall_s"]
+    assert row["gflop_s"] == pytest.approx(
+        row["flops_per_step"] * 16 / row["train_s"] / 1e9
+    )
+    # The largest layer is a first layer (8 wide) fed by one minibatch of
+    # 4 x 2 / 2 = 4 samples (the critic: one row per sample; the actor: a row per
+    # agent), and each of its 2 minibatch steps costs at least its forward pass and
+    # its kernel's gradient, 4 x rows x inputs x outputs FLOPs, so one update
+    # (8 environment steps) at least twice that.
+    rows, inputs, outputs = row["matmul_shape"]
+    minibatch = NUM_ENVS * NUM_STEPS // NUM_MINIBATCHES
+    assert rows % minibatch == 0 and outputs == 8 and inputs > 8
+    steps_per_update = NUM_ENVS * NUM_STEPS
+    lower = NUM_MINIBATCHES * 4 * rows * inputs * outputs / steps_per_update
+    assert row["flops_per_step"] > lower
+    assert math.isfinite(row["matmul_gflop_s"]) and row["matmul_gflop_s"] > 0
+    assert row["matmul_fraction"] == pytest.approx(
+        row["gflop_s"] / row["matmul_gflop_s"]
+    )
+    # A trainer of 8-wide layers on 4-row minibatches is nowhere near the rate of
+    # back-to-back matmuls; above 1 would mean a miscount (the tiny trainer spends
+    # most of its time outside matmuls, and its figure includes those FLOPs).
+    assert 0 < row["matmul_fraction"] <= 1
+    out = capsys.readouterr().out
+    assert "GFLOP/s" in out and "x".join(map(str, row["matmul_shape"])) in out
