@@ -10,35 +10,52 @@ from mopa.core.checks import check_count
 from mopa.errors import InvalidParameterError
 
 IQL_ALGOS = ("iql", "oa_iql")
+REPLAYS = ("segments", "episodes")
+"""What a replayed item is: a segment of a continuing game, or a whole episode."""
+OPTIMISERS = ("adam", "radam")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class IQLConfig(TrainConfig):
     """IQL with one shared Q-network per team, a replay buffer of trajectory
-    segments, an epsilon-greedy schedule and a target network. ``oa_iql`` adds the
-    opponent-action head and its cross-entropy loss."""
+    segments (or whole episodes), an epsilon-greedy schedule and a target network.
+    ``oa_iql`` adds the opponent-action head and its cross-entropy loss."""
 
     algo: str = "iql"
     """``iql`` or ``oa_iql`` (adds the opponent-action head)."""
     num_envs: int = 32
     num_steps: int = 8
-    """Segment length: consecutive steps stored and replayed together."""
+    """Steps each game takes per update, stored and replayed together: a segment,
+    or with ``replay="episodes"`` one whole episode (and any steps after its end,
+    which are not learnt from)."""
+    replay: str = "segments"
+    """``segments``: games continue across updates and each update stores
+    ``num_steps`` consecutive steps per game. ``episodes`` (the research's recipe):
+    every update resets its ``num_envs`` games and stores each game's first episode
+    whole; ``num_steps`` must cover the game's episode length."""
     buffer_size: int = 51_200
-    """Replay capacity in transitions; a multiple of ``num_envs x num_steps``."""
+    """Replay capacity in collected steps (``buffer_size / num_steps`` segments or
+    episodes); a multiple of ``num_envs x num_steps``."""
     batch_size: int = 32
-    """Segments per gradient step (``batch_size x num_steps`` transitions)."""
+    """Segments (or episodes) per gradient step."""
     num_epochs: int = 1
     """Gradient steps per update."""
     learning_starts: int = 10_000
     """Environment steps collected before learning begins."""
     lr: float = 1e-3
-    """Adam learning rate."""
+    """Learning rate."""
     anneal_lr: bool = False
     """Decay the learning rate linearly from ``lr`` towards 0 over ``num_updates x
     num_epochs`` gradient steps (JaxMARL's IQL does); no gradient steps are taken
     before ``learning_starts``, so it ends a little above 0."""
+    optimiser: str = "adam"
+    """``adam``, or ``radam`` (rectified Adam; Liu et al. 2020), the research's."""
     gamma: float = 0.9
     """Discount."""
+    double_q: bool = False
+    """Double Q-learning targets (van Hasselt et al. 2016): the online network picks
+    the next action and the target network values it, instead of the target
+    network's max."""
     eps_start: float = 1.0
     """Initial exploration rate."""
     eps_finish: float = 0.05
@@ -62,10 +79,16 @@ class IQLConfig(TrainConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.algo not in IQL_ALGOS:
-            raise InvalidParameterError(
-                f"algo must be one of {IQL_ALGOS} for IQLConfig, got {self.algo!r}"
-            )
+        for name, choices in (
+            ("algo", IQL_ALGOS),
+            ("replay", REPLAYS),
+            ("optimiser", OPTIMISERS),
+        ):
+            if getattr(self, name) not in choices:
+                raise InvalidParameterError(
+                    f"{name} must be one of {choices} for IQLConfig, got "
+                    f"{getattr(self, name)!r}"
+                )
         object.__setattr__(self, "hidden", tuple(self.hidden))
         self.check_positive(
             "buffer_size",
@@ -89,10 +112,10 @@ class IQLConfig(TrainConfig):
                 f"buffer_size ({self.buffer_size}) must be a multiple of num_envs x "
                 f"num_steps ({self.steps_per_update})"
             )
-        if self.batch_size > self.buffer_size // self.num_steps:
+        if self.batch_size > self.buffer_segments:
             raise InvalidParameterError(
-                f"batch_size ({self.batch_size} segments) exceeds the buffer's "
-                f"{self.buffer_size // self.num_steps} segments"
+                f"batch_size ({self.batch_size} {self.replay}) exceeds the buffer's "
+                f"{self.buffer_segments} {self.replay}"
             )
         if self.learning_starts < 0:
             raise InvalidParameterError(
@@ -108,5 +131,11 @@ class IQLConfig(TrainConfig):
         return self.algo == "oa_iql"
 
     @property
+    def episode_replay(self) -> bool:
+        """Whole episodes with a reset per update (``replay="episodes"``)."""
+        return self.replay == "episodes"
+
+    @property
     def buffer_segments(self) -> int:
+        """Replay capacity in stored items: segments, or whole episodes."""
         return self.buffer_size // self.num_steps

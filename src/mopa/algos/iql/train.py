@@ -9,6 +9,16 @@ starts. Targets bootstrap from the true next observation (also on truncation) wi
 a periodically refreshed target network: ``y = r + gamma (1 - terminated) max_a
 Q_target(o', a)``. OA-IQL adds the cross-entropy of the opponent head against the
 opponents' replayed actions, weighted by ``opp_coef``.
+
+Episode replay (``replay="episodes"``, the research's recipe): every update resets
+its ``num_envs`` games and plays ``num_steps`` steps, at least one whole episode,
+so each game's steps are stored as one item that starts at a reset. Steps after
+the game's first episode has ended (the start of the next one) are masked out of
+the losses; the rest are learnt from along the whole episode, the GRU unrolled
+from a zero state. ``double_q`` swaps the target's max for the target network's
+value of the online network's greedy action (van Hasselt et al. 2016, "Deep
+Reinforcement Learning with Double Q-learning"), and ``optimiser="radam"`` uses
+rectified Adam (Liu et al. 2020).
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ from mopa.algos.common import EnvCarry, env_step, episode_metrics, reset_envs, s
 from mopa.algos.iql.config import IQLConfig
 from mopa.algos.trainer import Trainer, TrainOutput, scan_train
 from mopa.core import replay
+from mopa.errors import InvalidParameterError
 from mopa.policy import PolicySpec, agent_inputs, init_params
 
 
@@ -94,9 +105,28 @@ def _unroll(module, params, hidden0, x, first):
     return tuple(jnp.swapaxes(a, 0, 1) for a in (hiddens, q, opp))
 
 
+def first_episode_mask(first: jax.Array) -> jax.Array:
+    """Steps of each item's first episode: ``[B, T]`` bool from ``first [B, T]``
+    (true where a step starts an episode; the first step of an item is always
+    counted, whatever its flag)."""
+    later_starts = first.at[..., 0].set(False)
+    return jnp.cumsum(later_starts, axis=-1) == 0
+
+
+def masked_mean(x: jax.Array, mask: jax.Array | None) -> jax.Array:
+    """Mean of ``x [B, T, ...]`` over the steps where ``mask [B, T]`` is true; the
+    plain mean when ``mask`` is None."""
+    if mask is None:
+        return jnp.mean(x)
+    weights = jnp.broadcast_to(
+        mask.reshape(*mask.shape, *(1,) * (x.ndim - mask.ndim)), x.shape
+    ).astype(jnp.float32)
+    return jnp.sum(x * weights) / jnp.maximum(weights.sum(), 1.0)
+
+
 def make_loss_fn(config: IQLConfig, spec: PolicySpec, team: int, num_teams: int):
-    """Loss of team ``team`` on a batch of segments: TD error (and the opponent
-    head's cross-entropy for OA-IQL). Returns ``(loss, stats)``."""
+    """Loss of team ``team`` on a batch of segments (or episodes): TD error (and the
+    opponent head's cross-entropy for OA-IQL). Returns ``(loss, stats)``."""
     module = spec.module()
     key = str(team)
 
@@ -105,30 +135,44 @@ def make_loss_fn(config: IQLConfig, spec: PolicySpec, team: int, num_teams: int)
         next_x = agent_inputs(spec, batch.next_obs[key])
         if config.rnn:
             h0 = batch.hidden[key]
-            _, q, opp = _unroll(module, params, h0, x, batch.first)
+            hiddens, q, opp = _unroll(module, params, h0, x, batch.first)
             target_hiddens, _, _ = _unroll(module, target_params, h0, x, batch.first)
             no_reset = jnp.zeros(next_x.shape[:-1], bool)
-            _, (q_next, _) = module.apply(
-                target_params, target_hiddens, next_x, no_reset
-            )
+
+            def next_q(net_params, net_hiddens):  # Q(o', .) [B, T, A, n]
+                return module.apply(net_params, net_hiddens, next_x, no_reset)[1][0]
+
         else:
             q, opp = module.apply(params, x)
-            q_next, _ = module.apply(target_params, next_x)
+            hiddens = target_hiddens = None
+
+            def next_q(net_params, _):
+                return module.apply(net_params, next_x)[0]
+
+        q_next = next_q(target_params, target_hiddens)
+        if config.double_q:
+            greedy = jnp.argmax(next_q(params, hiddens), -1)
+            next_value = jnp.take_along_axis(q_next, greedy[..., None], -1)[..., 0]
+        else:
+            next_value = q_next.max(-1)
+        mask = first_episode_mask(batch.first) if config.episode_replay else None
         actions = batch.actions[team]
         q_taken = jnp.take_along_axis(q, actions[..., None], -1)[..., 0]
         not_terminated = 1.0 - batch.terminated.astype(jnp.float32)[..., None]
-        target = batch.rewards[key] + config.gamma * not_terminated * q_next.max(-1)
-        td_loss = jnp.mean((q_taken - jax.lax.stop_gradient(target)) ** 2)
-        stats = {"td_loss": td_loss, "q_mean": q_taken.mean()}
+        target = batch.rewards[key] + config.gamma * not_terminated * next_value
+        td_loss = masked_mean((q_taken - jax.lax.stop_gradient(target)) ** 2, mask)
+        stats = {"td_loss": td_loss, "q_mean": masked_mean(q_taken, mask)}
         loss = td_loss
         if config.opponent_head:
             labels = jnp.concatenate(
                 [batch.actions[u] for u in range(num_teams) if u != team], -1
             )  # [B, T, O]
             labels = jnp.broadcast_to(labels[..., None, :], opp.shape[:-1])
-            ce = optax.softmax_cross_entropy_with_integer_labels(opp, labels).mean()
+            ce = masked_mean(
+                optax.softmax_cross_entropy_with_integer_labels(opp, labels), mask
+            )
             stats["opp_ce"] = ce
-            stats["opp_acc"] = jnp.mean(jnp.argmax(opp, -1) == labels)
+            stats["opp_acc"] = masked_mean(jnp.argmax(opp, -1) == labels, mask)
             loss = loss + config.opp_coef * ce
         stats["loss"] = loss
         return loss, stats
@@ -144,6 +188,8 @@ def make_trainer(config: IQLConfig, game: tuple[Any, Any] | None = None) -> Trai
     """
     run = setup_run(config, game)
     base_env, env, env_params, infos = run[:4]
+    if config.episode_replay:
+        check_covers_episode(config.num_steps, env_params)
     num_teams = len(infos)
     specs = team_specs(config, infos)
     frozen_fns = run.frozen_fns
@@ -157,7 +203,8 @@ def make_trainer(config: IQLConfig, game: tuple[Any, Any] | None = None) -> Trai
         else config.lr
     )
     optimiser = optax.chain(
-        optax.clip_by_global_norm(config.max_grad_norm), optax.adam(lr)
+        optax.clip_by_global_norm(config.max_grad_norm),
+        optax.radam(lr) if config.optimiser == "radam" else optax.adam(lr),
     )
     epsilon = optax.linear_schedule(
         config.eps_start,
@@ -218,7 +265,14 @@ def make_trainer(config: IQLConfig, game: tuple[Any, Any] | None = None) -> Trai
         return new, stats
 
     def update(carry: IQLCarry):
-        key, key_collect, key_learn = jax.random.split(carry.key, 3)
+        if config.episode_replay:  # fresh games: each stores one whole episode
+            key, key_reset, key_collect, key_learn = jax.random.split(carry.key, 4)
+            start = reset_envs(
+                env, env_params, key_reset, config.num_envs, hidden_sizes
+            )
+        else:
+            key, key_collect, key_learn = jax.random.split(carry.key, 3)
+            start = carry.env
         eps = epsilon(carry.update)
         act_fns = tuple(
             behaviour(t, carry.learners[str(t)].params, eps)
@@ -228,10 +282,10 @@ def make_trainer(config: IQLConfig, game: tuple[Any, Any] | None = None) -> Trai
         )
         env_carry, steps = jax.lax.scan(
             lambda c, k: env_step(env, env_params, act_fns, k, c),
-            carry.env,
+            start,
             jax.random.split(key_collect, config.num_steps),
         )
-        segment = _segment(config, specs, carry.env, steps)
+        segment = _segment(config, specs, start, steps)
         buffer = replay.add_batch(carry.buffer, segment)
 
         def learn(learners, k):
@@ -266,6 +320,22 @@ def make_trainer(config: IQLConfig, game: tuple[Any, Any] | None = None) -> Trai
         return {infos[t].name: (specs[t], carry.learners[str(t)].params) for t in specs}
 
     return Trainer(config, init, update, policies, base_env.team_names)
+
+
+def check_covers_episode(num_steps: int, env_params: Any) -> None:
+    """Raise unless ``num_steps`` covers a whole episode of the game (checked where
+    its parameters state ``max_steps``).
+
+    Raises:
+        InvalidParameterError: episode replay would store cut episodes.
+    """
+    max_steps = getattr(env_params, "max_steps", None)
+    if max_steps is not None and num_steps < int(max_steps):
+        raise InvalidParameterError(
+            f"num_steps ({num_steps}) must be at least the game's episode length "
+            f"({int(max_steps)}) with replay='episodes': each update stores one "
+            "whole episode per game"
+        )
 
 
 def _empty_steps(env_carry: EnvCarry, num_steps: int):

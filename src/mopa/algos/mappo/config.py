@@ -9,14 +9,18 @@ from mopa.errors import InvalidParameterError
 
 PPO_ALGOS = ("mappo", "ippo")
 ACTIVATIONS = ("tanh", "relu", "gelu")
+CRITIC_INPUTS = ("state", "all_obs")
+"""What ``mappo``'s centralised critic reads (see ``MAPPOConfig.critic_input``)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class MAPPOConfig(TrainConfig):
     """PPO with one shared actor per team. ``mappo``: the team's critic sees the
     game's global state plus the team's own observations (never the other team's
-    private inputs); ``ippo``: each agent's critic sees only its own observation.
-    The defaults are the research's MAPPO settings (Exp 4, Exp 6)."""
+    private inputs), or with ``critic_input="all_obs"`` every agent's observation;
+    ``ippo``: each agent's critic sees only its own observation. The defaults are
+    the research's MAPPO settings (Exp 4, Exp 6) but for its networks (two ReLU
+    layers of 128) and critic input: see the ``research_*`` presets."""
 
     algo: str = "mappo"
     """``mappo`` (centralised critic) or ``ippo`` (per-agent critics)."""
@@ -45,11 +49,16 @@ class MAPPOConfig(TrainConfig):
     """Global gradient-norm clip (actor and critic separately)."""
     hidden: tuple[int, ...] = (128,)
     """Widths of the actor's and the critic's hidden layers (the research's
-    "hidden 128": one layer of 128)."""
+    "hidden 128" is two layers of 128; mopa's lighter default is one)."""
     activation: str = "tanh"
     """Hidden activation."""
     agent_id: bool = True
     """Append each agent's one-hot index in its team to its inputs."""
+    critic_input: str = "state"
+    """``mappo``'s critic input. ``state``: the game's global state and the team's
+    own observations, so another team's private inputs (the prey's intent) stay
+    private. ``all_obs``: every agent's raw observation concatenated, the research's
+    world state (in ``tag_intent`` it holds the prey's intent one-hot)."""
     bootstrap_truncation: bool = True
     """Bootstrap the value of the final state when an episode is cut by the step
     limit (False treats truncation as termination, as many reference trainers
@@ -60,6 +69,16 @@ class MAPPOConfig(TrainConfig):
         if self.algo not in PPO_ALGOS:
             raise InvalidParameterError(
                 f"algo must be one of {PPO_ALGOS} for MAPPOConfig, got {self.algo!r}"
+            )
+        if self.critic_input not in CRITIC_INPUTS:
+            raise InvalidParameterError(
+                f"critic_input must be one of {CRITIC_INPUTS}, got "
+                f"{self.critic_input!r}"
+            )
+        if self.critic_input != "state" and not self.centralised:
+            raise InvalidParameterError(
+                f"critic_input={self.critic_input!r} needs algo='mappo': ippo's "
+                "critics read one agent's observation"
             )
         if self.activation not in ACTIVATIONS:
             raise InvalidParameterError(

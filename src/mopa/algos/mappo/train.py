@@ -13,7 +13,9 @@ Critic inputs: ``mappo``'s critic reads the game's global state
 its own team's observations, once per game, and outputs one value per agent;
 ``ippo``'s reads each agent's own observation and index. A team's critic never
 sees the other team's observations, so private inputs (such as the prey's hidden
-intent) stay private to their team.
+intent) stay private to their team; unless ``critic_input="all_obs"``, where
+``mappo``'s critic reads every agent's observation concatenated (the research's
+world state, which shows the prey's intent to the predators' critic).
 """
 
 from __future__ import annotations
@@ -115,6 +117,47 @@ def actor_logits(params: Any, x: jax.Array, activation: str) -> jax.Array:
     return _dense(x, layers["Dense_0"]["kernel"], layers["Dense_0"]["bias"])
 
 
+def all_observations(obs: tuple) -> jax.Array:
+    """Every agent's observation in one row per game: ``[..., sum_t A_t D_t]`` from
+    per-team ``[..., A_t, D_t]``, teams and agents in order."""
+    return jnp.concatenate([o.reshape(*o.shape[:-2], -1) for o in obs], -1)
+
+
+def make_critic_inputs(
+    config: MAPPOConfig, env: Any, env_params: Any, specs: dict[int, PolicySpec]
+):
+    """``critic_inputs(t, state, obs)``: what team ``t``'s critic reads, from game
+    states ``[...]`` and per-team observations ``[..., A_t, D_t]``.
+
+    Returns rows ``[..., C]`` (one per game; a value per agent) for ``mappo``:
+    ``critic_input="state"`` gives the game's global state (every observation when
+    the game has none) and the team's own observations, ``"all_obs"`` every agent's
+    observation. ``ippo`` gives rows ``[..., A, C]``: each agent's observation and
+    index.
+    """
+    has_global_state = hasattr(env, "global_state")
+
+    def global_state(state, obs):  # [..., G] for leading axes [...]
+        if has_global_state:
+            fn = lambda s: env.global_state(s, env_params)  # noqa: E731
+            for _ in range(obs[0].ndim - 2):
+                fn = jax.vmap(fn)
+            return fn(state)
+        return all_observations(obs)
+
+    def critic_inputs(t, state, obs):
+        own = obs[t]  # [..., A, D]
+        if config.critic_input == "all_obs":
+            return all_observations(obs)
+        if config.centralised:
+            return jnp.concatenate(
+                [global_state(state, obs), own.reshape(*own.shape[:-2], -1)], -1
+            )
+        return agent_inputs(specs[t], own)
+
+    return critic_inputs
+
+
 class PPOLearner(NamedTuple):
     actor_params: Any
     critic_params: Any
@@ -174,29 +217,11 @@ def make_trainer(config: MAPPOConfig, game: tuple[Any, Any] | None = None) -> Tr
         )
         for t in specs
     }
-    has_global_state = hasattr(base_env, "global_state")
-
-    def global_state(state, obs):  # [..., G] for leading axes [...]
-        if has_global_state:
-            fn = lambda s: base_env.global_state(s, env_params)  # noqa: E731
-            for _ in range(obs[0].ndim - 2):
-                fn = jax.vmap(fn)
-            return fn(state)
-        return jnp.concatenate([o.reshape(*o.shape[:-2], -1) for o in obs], -1)
+    critic_inputs = make_critic_inputs(config, base_env, env_params, specs)
 
     def value(t, params, inputs):  # [..., A]
         values = critics[t].apply(params, inputs)
         return values if config.centralised else values[..., 0]
-
-    def critic_inputs(t, state, obs):
-        """Critic inputs of team ``t``: ``[..., C]`` (one row per game, a value per
-        agent) for ``mappo``, ``[..., A, C]`` (a row per agent) for ``ippo``."""
-        own = obs[t]  # [..., A, D]
-        if config.centralised:
-            return jnp.concatenate(
-                [global_state(state, obs), own.reshape(*own.shape[:-2], -1)], -1
-            )
-        return agent_inputs(specs[t], own)
 
     def make_optimiser(num_updates):
         if config.anneal_lr:
