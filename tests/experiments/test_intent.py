@@ -8,13 +8,13 @@ import base64
 import json
 import re
 import shutil
-from pathlib import Path
 
 import pytest
 
 from mopa.cli.main import main
 from mopa.experiments import run_experiment
 from mopa.experiments.intent import CONDITIONS, MISSING_CONDITIONS, PROFILES
+from tests.browser import assert_plots_unclipped, image_widths, report_page
 
 STAGES = (
     "train_unaware",
@@ -126,75 +126,15 @@ def test_report_html_holds_the_table_and_every_image(quick_run):
     assert 'src="http' not in page and "src='http" not in page  # self-contained
 
 
-def _chromium() -> str | None:
-    for name in ("chromium", "chromium-browser"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
-
-
 def test_report_renders_in_a_headless_browser(quick_run):
-    chromium = _chromium()
-    if chromium is None:
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="playwright is not installed in the venv"
-    )
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=chromium, headless=True, args=["--no-sandbox"]
-        )
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.goto(Path(quick_run / "report.html").resolve().as_uri())
-            page.wait_for_load_state("load")
-            rows = page.locator("#conditions tbody tr")
-            assert rows.count() == len(CONDITIONS)
-            assert page.locator("#conditions").is_visible()
-            widths = page.eval_on_selector_all(
-                "img", "images => images.map(i => i.complete ? i.naturalWidth : 0)"
-            )
-            assert len(widths) == len(IMAGES) + 1
-            assert all(width > 0 for width in widths), widths
-            assert page.evaluate("document.documentElement.scrollWidth") <= 1280
-            plots = page.eval_on_selector_all("img[src^='data:image/png']", _EDGES)
-            assert len(plots) == len(IMAGES)
-            for plot in plots:
-                # The whole plot is on the page, shown at most at its own size, and
-                # nothing drawn on it (a title's first letters, say) reaches its
-                # edges: the image holds everything matplotlib drew.
-                assert plot["left"] >= 0 and plot["right"] <= 1280, plot
-                assert 0 < plot["width"] <= plot["naturalWidth"], plot
-                assert plot["inkAtEdges"] == 0, plot
-        finally:
-            browser.close()
-
-
-_EDGES = """images => images.map(image => {
-    const box = image.getBoundingClientRect();
-    const canvas = document.createElement("canvas");
-    canvas.width = image.naturalWidth;
-    canvas.height = image.naturalHeight;
-    const context = canvas.getContext("2d");
-    context.drawImage(image, 0, 0);
-    const pixels = context.getImageData(0, 0, canvas.width, canvas.height).data;
-    const band = 4;  // pixels; the saved margin is 10 at 100 dpi
-    let ink = 0;
-    for (let y = 0; y < canvas.height; y++) {
-        for (let x = 0; x < canvas.width; x++) {
-            const inside = x >= band && x < canvas.width - band
-                && y >= band && y < canvas.height - band;
-            const k = 4 * (y * canvas.width + x);
-            if (!inside && (pixels[k] < 255 || pixels[k + 1] < 255
-                            || pixels[k + 2] < 255)) {
-                ink++;
-            }
-        }
-    }
-    return {left: box.left, right: box.right, width: box.width,
-            naturalWidth: image.naturalWidth, inkAtEdges: ink};
-})"""
+    with report_page(quick_run / "report.html") as page:
+        rows = page.locator("#conditions tbody tr")
+        assert rows.count() == len(CONDITIONS)
+        assert page.locator("#conditions").is_visible()
+        widths = image_widths(page)
+        assert len(widths) == len(IMAGES) + 1
+        assert all(width > 0 for width in widths), widths
+        assert_plots_unclipped(page, len(IMAGES))
 
 
 # -- the intent predator's online belief --------------------------------------------

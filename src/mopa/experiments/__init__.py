@@ -9,6 +9,7 @@ from mopa.experiments import exp3 as _exp3  # noqa: F401 - registers exp3
 from mopa.experiments import exp4 as _exp4  # noqa: F401 - registers exp4
 from mopa.experiments import exp5 as _exp5  # noqa: F401 - registers exp5
 from mopa.experiments import intent as _intent  # noqa: F401 - registers intent
+from mopa.experiments import intent_population as _intent_population  # noqa: F401
 from mopa.experiments import lemol as _lemol  # noqa: F401 - registers lemol
 from mopa.experiments import pola as _pola  # noqa: F401 - registers pola-*
 from mopa.experiments import wargame as _wargame  # noqa: F401 - wargame_ladder

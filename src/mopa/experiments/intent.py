@@ -96,7 +96,7 @@ from mopa.experiments.intent_players import (
     classifier_logits_fn,
     jepa_logits_fn,
 )
-from mopa.experiments.registry import register_experiment
+from mopa.experiments.registry import profile_name, register_experiment
 from mopa.opponent import bc as bc_lib
 from mopa.opponent.beliefs import (
     bayes_beliefs,
@@ -402,7 +402,12 @@ def train_config(config: IntentConfig, condition: str, num_seeds: int):
     )
 
 
-def _train(train_cfg, folder: Path, name: str, progress: Callable[[str], None]) -> dict:
+def train_stage(
+    train_cfg, folder: Path, name: str, progress: Callable[[str], None]
+) -> dict:
+    """A training stage: ``train_cfg`` run (or resumed) in ``folder / "run"``, with
+    a progress line per chunk prefixed by ``[name]``; returns the stage's result
+    (the final captures per episode and the run's folder name)."""
     run = folder / "run"
     if (run / "summary.json").is_file():  # finished, but the stage was not stored
         summary = json.loads((run / "summary.json").read_text())
@@ -421,7 +426,9 @@ def _train(train_cfg, folder: Path, name: str, progress: Callable[[str], None]) 
     return {"final_captures_per_episode": captures.get("mean"), "run": "run"}
 
 
-def _teams(folder: Path) -> dict[str, tuple[PolicySpec, Any]]:
+def read_teams(folder: Path) -> dict[str, tuple[PolicySpec, Any]]:
+    """``{team: (spec, params [S, ...])}`` of the run a :func:`train_stage` left in
+    ``folder``."""
     return read_policy_file(folder / "run").teams
 
 
@@ -470,7 +477,7 @@ def _dataset(teams_folder: Path, episodes_per_seed: int, key: jax.Array) -> list
     """Labelled episodes of a training condition's prey against its predators,
     one dataset per seed (``seed_index`` labels the seed)."""
     env, params = intent_game()
-    teams = _teams(teams_folder)
+    teams = read_teams(teams_folder)
     (pred_spec, pred_params), (prey_spec, prey_params) = (
         teams["predator"],
         teams["prey"],
@@ -821,7 +828,7 @@ def _calibration(
     # own policy (the online belief: the belief-condition prey of each episode's
     # seed), from its behaviour clone and from the clone of the JEPA's names, on
     # the same held-out episodes.
-    prey_spec, prey_params = _teams(belief_folder)["prey"]
+    prey_spec, prey_params = read_teams(belief_folder)["prey"]
     obs_size = prey_spec.obs_size - K
     clone_spec = bc_lib.bc_policy_spec(bc_config(config), obs_size, K)
     greedy = config.greedy_prey_model
@@ -885,9 +892,15 @@ def _prey_distance_leaf(params, state, obs) -> jax.Array:
     return -jnp.min(jnp.sqrt(jnp.sum(gap * gap, -1)))
 
 
-def _planner(config, env, own_spec, opponent_spec, clone=False) -> LookaheadPlayer:
-    """The joint lookahead of the planner conditions; ``clone``: the rollout prey
-    is the behaviour clone (sampled at ``clone_temperature``)."""
+def lookahead_planner(
+    config, env, own_spec, opponent_spec, clone=False
+) -> LookaheadPlayer:
+    """The joint lookahead of the planner conditions (an :class:`IntentConfig`'s
+    rollouts, horizon, discount and leaf weight; the predators' ``own_spec`` after
+    the root; captures as the reward, minus the imagined prey's distance to the
+    nearest predator at the leaf), with the prey ``opponent_spec`` under an intent
+    drawn from the belief per rollout; ``clone``: the rollout prey is the
+    behaviour clone (sampled at ``clone_temperature``)."""
     K = env.num_intents
     lookahead = LookaheadConfig(
         num_rollouts=config.planner_rollouts,
@@ -916,11 +929,11 @@ def _planner(config, env, own_spec, opponent_spec, clone=False) -> LookaheadPlay
     )
 
 
-def _mcts_planner(config, env, own_spec, opponent_spec) -> MCTSPlayer:
+def tree_search_planner(config, env, own_spec, opponent_spec) -> MCTSPlayer:
     """The tree search of ``mcts_planner``: Gumbel MuZero over the same joint
     actions, at the lookahead's simulator budget (steps per decision), with one
     particle per rollout and the same leaf term."""
-    lookahead = _planner(config, env, own_spec, opponent_spec)
+    lookahead = lookahead_planner(config, env, own_spec, opponent_spec)
     search = MCTSConfig.for_budget(
         simulator_steps_per_decision(lookahead),
         num_particles=config.mcts_particles,
@@ -989,7 +1002,7 @@ def build_entries(
         env,
         belief_spec,
         sources=BELIEF_SOURCES,
-        planner=_planner(config, env, belief_spec, prey_spec),
+        planner=lookahead_planner(config, env, belief_spec, prey_spec),
         prey_model=PreyModel(prey_spec, greedy),
         **common,
     )
@@ -997,7 +1010,7 @@ def build_entries(
         env,
         belief_spec,
         sources=("bayes",),
-        planner=_planner(config, env, belief_spec, clone_spec, clone=True),
+        planner=lookahead_planner(config, env, belief_spec, clone_spec, clone=True),
         prey_model=PreyModel(clone_spec, greedy),
         **common,
     )
@@ -1005,7 +1018,7 @@ def build_entries(
         env,
         belief_spec,
         sources=("bayes",),
-        planner=_planner(config, env, belief_spec, prey_spec),
+        planner=lookahead_planner(config, env, belief_spec, prey_spec),
         prey_model=PreyModel(clone_spec, greedy),
         **common,
     )
@@ -1013,7 +1026,7 @@ def build_entries(
         env,
         belief_spec,
         sources=BELIEF_SOURCES,
-        planner=_mcts_planner(config, env, belief_spec, prey_spec),
+        planner=tree_search_planner(config, env, belief_spec, prey_spec),
         prey_model=PreyModel(prey_spec, greedy),
         **common,
     )
@@ -1141,7 +1154,9 @@ def build_entries(
     }
 
 
-def _stats(values: np.ndarray, num_seeds: int) -> dict:
+def condition_stats(values: np.ndarray, num_seeds: int) -> dict:
+    """``{"mean", "ci95", "n_episodes", "n_seeds"}`` of the captures ``values`` (any
+    shape, every entry an episode): the normal 95% interval over episodes."""
     values = np.asarray(values, np.float64).reshape(-1)
     n = values.size
     mean = float(values.mean())
@@ -1179,7 +1194,7 @@ def _eval_paired(config, teams, encoder_folder, wm_folder, folder, progress) -> 
         )
         captures = result.metric("captures")  # [R, 1, S, N]
         for r, name in enumerate(result.row_names):
-            conditions[name] = _stats(captures[r], S)
+            conditions[name] = condition_stats(captures[r], S)
             seed_means[name] = captures[r, 0].mean(-1).tolist()
     ordered = {name: conditions[name] for name in CONDITIONS}
     write_json(
@@ -1211,7 +1226,7 @@ def _eval_common(config, teams, encoder_folder, wm_folder, folder, progress) -> 
     )
     captures = result.metric("captures")  # [R, C, S*S, N]
     conditions = {
-        name: _stats(captures[r], S) for r, name in enumerate(result.row_names)
+        name: condition_stats(captures[r], S) for r, name in enumerate(result.row_names)
     }
     per_prey = {
         name: {
@@ -1303,9 +1318,9 @@ def run_intent(config: IntentConfig, seeds: int | None, progress, stages) -> dic
         stages.run(
             name,
             train_configs[condition],
-            lambda folder, cfg=cfg, name=name: _train(cfg, folder, name, progress),
+            lambda folder, cfg=cfg, name=name: train_stage(cfg, folder, name, progress),
         )
-        teams[condition] = _teams(stages.folder(name))
+        teams[condition] = read_teams(stages.folder(name))
     stage_config = dataclasses.asdict(config)
     encoder_config = {
         "train_belief": train_configs["belief"],
@@ -1355,7 +1370,7 @@ def run_intent(config: IntentConfig, seeds: int | None, progress, stages) -> dic
     meta = run_metadata({})
     online = calibration["bayes"]
     return {
-        "profile": _profile_name(config),
+        "profile": profile_name(config, PROFILES),
         "conditions": paired["conditions"],
         "conditions_common_opponent": common["conditions"],
         "belief_accuracy_by_step": online["accuracy_by_step"],
@@ -1367,13 +1382,6 @@ def run_intent(config: IntentConfig, seeds: int | None, progress, stages) -> dic
         "versions": meta["versions"],
         "git_sha": meta["git_sha"] or "unknown",
     }
-
-
-def _profile_name(config: IntentConfig) -> str:
-    for name, profile in PROFILES.items():
-        if dataclasses.replace(profile, num_seeds=config.num_seeds) == config:
-            return name
-    return "custom"
 
 
 def _markdown(results: dict) -> str:

@@ -138,6 +138,15 @@ def get_preset(name: str, preset: str | None = None) -> Any:
     return experiment.presets[preset]
 
 
+def profile_name(config: Any, profiles: Mapping[str, Any]) -> str:
+    """The name of the profile in ``profiles`` that ``config`` is (its seed count
+    aside), or ``custom``."""
+    for name, profile in profiles.items():
+        if dataclasses.replace(profile, num_seeds=config.num_seeds) == config:
+            return name
+    return "custom"
+
+
 def config_dict(config: Any) -> dict:
     """A dataclass config as a JSON-able dict (tuples become lists)."""
     return dataclasses.asdict(config)

@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from mopa.core.files import atomic_write, write_json
 from mopa.report.calibration import plot_calibration_by_step, plot_reliability_diagram
-from mopa.report.figures import save_png
+from mopa.report.figures import plot_interval_bars
 
 CONDITIONS_PNG = "conditions.png"
 CALIBRATION_PNG = "belief_calibration.png"
@@ -99,12 +98,14 @@ def ordering_checks(table: Mapping[str, Any]) -> list[tuple[str, bool | None]]:
     ]
 
 
-def _mark(holds: bool | None) -> str:
+def holds_mark(holds: bool | None) -> str:
+    """A check's verdict as a table cell: yes, NO, or n/a where it cannot be read."""
     return {True: "yes", False: "NO", None: "n/a"}[holds]
 
 
 # -- results.md ----------------------------------------------------------------------
-def _cell(row: Mapping | None) -> str:
+def interval_cell(row: Mapping | None) -> str:
+    """``mean [lo, hi]`` of a condition's row (``mean`` and ``ci95``), or a dash."""
     if row is None:
         return "—"
     lo, hi = row["ci95"]
@@ -135,8 +136,8 @@ def table_rows(
         rows.append(
             [
                 name,
-                _cell(results["conditions"].get(name)),
-                _cell(results["conditions_common_opponent"].get(name)),
+                interval_cell(results["conditions"].get(name)),
+                interval_cell(results["conditions_common_opponent"].get(name)),
                 _number(research.get(name)),
                 *(_number(rerun.get(name)) for rerun in reruns.values()),
             ]
@@ -175,7 +176,7 @@ def results_markdown(
     common = ordering_checks(results["conditions_common_opponent"])
     disagree = []
     for (statement, a), (_, b) in zip(paired, common, strict=True):
-        lines.append(f"| {statement} | {_mark(a)} | {_mark(b)} |")
+        lines.append(f"| {statement} | {holds_mark(a)} | {holds_mark(b)} |")
         if a is not None and b is not None and a != b:
             disagree.append(statement)
     lines.append("")
@@ -227,41 +228,17 @@ def plot_conditions(
 ) -> Path:
     """Captures per episode of every condition with 95% intervals, both
     protocols, and the research's figure as a marker."""
-    names = list(results["conditions"])
-    x = np.arange(len(names))
-    figure = Figure(figsize=(9.0, 4.2), dpi=100, facecolor="white")
-    ax = figure.subplots()
-    for offset, (key, label, colour) in zip(
-        (-0.2, 0.2),
-        (
-            ("conditions", "paired", "tab:blue"),
-            ("conditions_common_opponent", "common opponent", "tab:orange"),
-        ),
-        strict=True,
-    ):
-        table = results[key]
-        means = np.array([table[n]["mean"] if n in table else np.nan for n in names])
-        lo = np.array([table[n]["ci95"][0] if n in table else np.nan for n in names])
-        hi = np.array([table[n]["ci95"][1] if n in table else np.nan for n in names])
-        ax.bar(x + offset, means, width=0.4, color=colour, alpha=0.85, label=label)
-        ax.errorbar(
-            x + offset,
-            means,
-            yerr=[means - lo, hi - means],
-            fmt="none",
-            ecolor="black",
-            capsize=3,
-            linewidth=1,
-        )
-    marks = [research.get(n, np.nan) for n in names]
-    ax.plot(x, marks, "k_", markersize=22, markeredgewidth=2, label="research")
-    ax.set_xticks(x, names, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("captures per episode")
-    ax.set_title("Exp 6: captures per episode (95% CI)")
-    ax.legend(fontsize=8)
-    ax.grid(axis="y", alpha=0.3)
-    figure.tight_layout()
-    return save_png(figure, path)
+    return plot_interval_bars(
+        list(results["conditions"]),
+        [
+            ("paired", "tab:blue", results["conditions"]),
+            ("common opponent", "tab:orange", results["conditions_common_opponent"]),
+        ],
+        path,
+        title="Exp 6: captures per episode (95% CI)",
+        ylabel="captures per episode",
+        markers=("research", research),
+    )
 
 
 def _stage_result(out: Path, name: str) -> dict:
@@ -327,7 +304,7 @@ def report_html(
         strict=True,
     )
     check_rows = "".join(
-        f"<tr><td>{esc(s)}</td><td>{_mark(a)}</td><td>{_mark(b)}</td></tr>"
+        f"<tr><td>{esc(s)}</td><td>{holds_mark(a)}</td><td>{holds_mark(b)}</td></tr>"
         for (s, a), (_, b) in checks
     )
     figures = "".join(

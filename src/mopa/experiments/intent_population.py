@@ -1,0 +1,998 @@
+"""Opponent models that generalise (issue 22): plan against prey the models never
+saw, and adapt to each prey as a match goes on. ``mopa experiment
+intent_population``.
+
+The game is Exp 6's ``tag_intent`` (:mod:`mopa.experiments.intent`): the prey
+secretly heads for one of four corners each episode. Stages (each reused when
+re-run with the same config, see :mod:`mopa.experiments.stages`):
+
+1. ``train_<condition>``: a **prey population**, MAPPO co-training of the prey
+   with its predators under every condition of ``config.conditions`` (see
+   :data:`PREY_CONDITIONS`: the three predator conditions of Exp 6, and variants
+   with another intent bonus or entropy weight), ``num_seeds`` seeds vmapped in one
+   run per condition. Prey ``<condition>_s<seed>`` is one policy.
+   **The split is by seed**: every prey of a seed in ``held_out_seeds`` is
+   held out (one seed of three: a third of the prey, every condition), the rest
+   is the fitting set. The predators evaluated are those of the other seeds
+   (``predator_seeds``), so no predator, clone, temperature or threshold was
+   trained or chosen against a held-out prey.
+2. ``data``: every prey against its own co-trained predators (greedy, in its
+   training game), ``data_episodes`` episodes each.
+3. ``population``: the **population model**, a clone library
+   (:func:`~mopa.opponent.population.fit_population`), one intent-conditioned
+   clone per fitting-set prey, fitted on the fitting set's data only (the prey's
+   intent one-hot cut off its observation).
+4. ``belief``: on the held-out prey's data, the intent marginal of the joint
+   (intent, member) belief by step (accuracy, ECE), and the held-out
+   log-likelihood of the moves under the population's Bayes predictive against
+   each single clone's (the best single clone chosen in hindsight, on the
+   held-out data itself: the strongest single-clone comparator).
+5. ``eval``: every row (:data:`ROWS`) against every prey, one tournament per prey
+   (``eval_episodes`` episodes per predator seed): pooled over the held-out prey,
+   over the fitting set (the generalisation gap) and against the out-of-family
+   :class:`~mopa.experiments.intent_population_players.EvaderPrey` (no
+   ``true_model_planner`` there: it has no policy network).
+6. ``adaptation``: ``population_planner`` plays matches of ``match_episodes``
+   consecutive episodes against one prey (the intent redrawn every episode; the
+   member belief carried by :func:`~mopa.opponent.population.reset_intent`),
+   against every held-out prey and the evader: captures by episode index, the
+   paired difference of the second half's mean over the first episode, and the
+   belief's none-fits probability and largest member probability through the
+   match (recomputed from the recorded moves as the player computes it online).
+
+Rows (all use the predators of the ``predator_seeds``):
+
+* ``unaware``: the unaware-condition predators (no intent input);
+* ``oracle``: the oracle-condition predators fed the true corner;
+* ``flat_belief_planner``: the joint lookahead
+  (:func:`~mopa.experiments.intent.lookahead_planner`, the belief-condition
+  predators after the root) with its seed's belief-condition prey as the prey
+  model, under a uniform intent belief;
+* ``belief_planner``: the same model with exact Bayes under it (Exp 6's planner:
+  the own-seed model);
+* ``population_planner``: the lookahead with the population model, drawing an
+  (intent, member) per rollout from the joint belief, updated online from the
+  prey's moves (:class:`~mopa.experiments.intent_population_players.
+  PopulationPredator`);
+* ``population_mcts``: the tree search (:func:`~mopa.experiments.intent.
+  tree_search_planner`'s budget) with the same model and belief;
+* ``true_model_planner``: the lookahead and exact Bayes given the faced prey's own
+  policy (the upper bound).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mopa.core.checkpoint import read_msgpack, write_msgpack
+from mopa.core.checks import check_fields
+from mopa.core.files import write_json
+from mopa.core.runinfo import run_metadata
+from mopa.envs import make
+from mopa.envs.pursuit import INTENT_CORNERS, NUM_ACTIONS, PREY
+from mopa.errors import InvalidParameterError
+from mopa.eval.tournament import TournamentEntry, broadcast_seeds, play_tournament
+from mopa.experiments.intent import (
+    IntentConfig,
+    condition_stats,
+    intent_game,
+    lookahead_planner,
+    read_teams,
+    train_config,
+    train_stage,
+    tree_search_planner,
+)
+from mopa.experiments.intent_players import (
+    FEEDS,
+    IntentPredator,
+    IntentPredatorParams,
+    PreyModel,
+)
+from mopa.experiments.intent_population_players import EvaderPrey, PopulationPredator
+from mopa.experiments.registry import profile_name, register_experiment
+from mopa.opponent.bc import BCConfig
+from mopa.opponent.calibration import accuracy_by_step, ece_by_step
+from mopa.opponent.data import generate, load_dataset, save_dataset
+from mopa.opponent.population import (
+    PopulationBeliefState,
+    PopulationConfig,
+    fit_population,
+    init_population_belief,
+    intent_belief,
+    member_belief,
+    member_data,
+    none_fits_probability,
+    observe_opponent,
+    population_beliefs,
+    population_log_probs,
+    reset_intent,
+)
+from mopa.planning import (
+    IntentModelParams,
+    LookaheadParams,
+    PopulationModelParams,
+    PopulationOpponentModel,
+)
+from mopa.players import PolicyPlayer
+
+PREY_CONDITIONS: dict[str, tuple[str, tuple, tuple]] = {
+    "unaware": ("unaware", (), ()),
+    "oracle": ("oracle", (), ()),
+    "belief": ("belief", (), ()),
+    "belief_bonus2": ("belief", (("intent_reward", 2.0),), ()),
+    "oracle_entropy": ("oracle", (), (("ent_coef", 0.03),)),
+}
+"""Prey training conditions: ``name -> (Exp 6 preset condition, extra game
+overrides, extra MAPPO config overrides)``. ``belief_bonus2`` halves the prey's
+intent bonus (4 -> 2: a prey that trades its corner for safety sooner);
+``oracle_entropy`` triples the entropy weight (0.01 -> 0.03: a less decided
+prey)."""
+
+ROWS = (
+    "unaware",
+    "oracle",
+    "flat_belief_planner",
+    "belief_planner",
+    "population_planner",
+    "population_mcts",
+    "true_model_planner",
+)
+"""Evaluation rows, in table order."""
+
+OUT_OF_FAMILY = ("evader",)
+"""Prey outside the trained family (:class:`EvaderPrey`)."""
+
+_SOURCES = ("bayes", "flat")
+"""Belief sources of the Exp 6 predators built here (``params.source`` indexes)."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PopulationExperimentConfig:
+    """Sizes of every stage of the population experiment."""
+
+    num_seeds: int = 3
+    """Training seeds per prey condition (vmapped in one run)."""
+    seed: int = 0
+    """Base random seed of every stage."""
+    conditions: tuple[str, ...] = ("unaware", "oracle", "belief", "belief_bonus2")
+    """Prey training conditions (keys of :data:`PREY_CONDITIONS`)."""
+    held_out_seeds: tuple[int, ...] = (2,)
+    """Seeds whose prey (of every condition) are held out; the others' prey are the
+    fitting set, and only the others' predators are evaluated."""
+    train_steps: int = 1_500_000
+    """Environment steps per seed of each training condition."""
+    train_envs: int = 32
+    """Games per seed played in parallel while training."""
+    train_rollout: int = 128
+    """Steps per game per MAPPO update."""
+    train_chunks: int = 10
+    """Jitted chunks per training run (progress and resumption points)."""
+    data_episodes: int = 600
+    """Episodes of each prey against its own predators (clone data for the fitting
+    set, belief measurements for the held-out set)."""
+    bc_epochs: int = 40
+    """Passes of every clone over its prey's data."""
+    bc_hidden: tuple[int, ...] = (128, 128)
+    """Hidden widths of every clone."""
+    bc_batch_size: int = 256
+    """Examples per minibatch of every clone."""
+    bayes_epsilon: float = 0.05
+    """Likelihood floor of every Bayes update (own-seed, true-model, population)."""
+    fallback_prior: float = 0.01
+    """Prior probability that the prey is outside the population (none fits)."""
+    greedy_prey_model: bool = True
+    """The evaluated prey take their actor's mode: the own-seed and true-model
+    planners model them so (argmax rollouts, argmax likelihood)."""
+    eval_episodes: int = 10
+    """Episodes per predator seed of every row against every prey."""
+    match_episodes: int = 10
+    """``M``: consecutive episodes of a match against one prey."""
+    matches_per_seed: int = 6
+    """Matches per predator seed against every held-out prey and the evader."""
+    planner_rollouts: int = 4
+    """Rollouts per candidate joint action."""
+    planner_horizon: int = 5
+    """Steps per rollout."""
+    planner_gamma: float = 0.95
+    """Discount inside rollouts."""
+    mcts_particles: int = 8
+    """(Intent, member) pairs drawn from the belief per tree search."""
+    distance_weight: float = 1.0
+    """Weight of the imagined prey's distance to the nearest predator at the
+    horizon."""
+    calibration_bins: int = 10
+    """Confidence bins of the ECE."""
+
+    def __post_init__(self):
+        check_fields(self)
+        for name in (
+            "num_seeds", "train_steps", "train_envs", "train_rollout",
+            "train_chunks", "data_episodes", "bc_epochs", "bc_batch_size",
+            "eval_episodes", "match_episodes", "matches_per_seed", "planner_rollouts",
+            "planner_horizon", "mcts_particles", "calibration_bins",
+        ):  # fmt: skip
+            if getattr(self, name) < 1:
+                raise InvalidParameterError(
+                    f"{name} must be >= 1, got {getattr(self, name)}"
+                )
+        unknown = [c for c in self.conditions if c not in PREY_CONDITIONS]
+        if unknown or not self.conditions:
+            raise InvalidParameterError(
+                f"conditions must be keys of {sorted(PREY_CONDITIONS)}, got "
+                f"{list(self.conditions)}"
+            )
+        if len(set(self.conditions)) != len(self.conditions):
+            raise InvalidParameterError("conditions must not repeat")
+        if not self.held_out_seeds or len(set(self.held_out_seeds)) != len(
+            self.held_out_seeds
+        ):
+            raise InvalidParameterError(
+                "held_out_seeds must name at least one seed, each once"
+            )
+        if not 0.0 <= self.bayes_epsilon < 1.0:
+            raise InvalidParameterError(
+                f"bayes_epsilon must be in [0, 1), got {self.bayes_epsilon}"
+            )
+        if not 0.0 < self.fallback_prior < 1.0:
+            raise InvalidParameterError(
+                f"fallback_prior must be in (0, 1), got {self.fallback_prior}"
+            )
+        if not 0.0 < self.planner_gamma <= 1.0:
+            raise InvalidParameterError(
+                f"planner_gamma must be in (0, 1], got {self.planner_gamma}"
+            )
+        self.predator_seeds  # noqa: B018 - checks the split
+
+    @property
+    def predator_seeds(self) -> tuple[int, ...]:
+        """The seeds whose predators are evaluated (and whose prey are fitted)."""
+        bad = [s for s in self.held_out_seeds if not 0 <= s < self.num_seeds]
+        if bad:
+            raise InvalidParameterError(
+                f"held_out_seeds must be in [0, {self.num_seeds}), got {bad}"
+            )
+        kept = tuple(s for s in range(self.num_seeds) if s not in self.held_out_seeds)
+        if not kept:
+            raise InvalidParameterError(
+                "held_out_seeds: every seed is held out; keep at least one to fit"
+            )
+        return kept
+
+    def prey_names(self, seeds: tuple[int, ...]) -> list[str]:
+        """``<condition>_s<seed>`` of every condition at ``seeds``."""
+        return [f"{c}_s{s}" for c in self.conditions for s in seeds]
+
+    @property
+    def fitting_prey(self) -> list[str]:
+        return self.prey_names(self.predator_seeds)
+
+    @property
+    def held_out_prey(self) -> list[str]:
+        return self.prey_names(tuple(sorted(self.held_out_seeds)))
+
+    def intent_config(self) -> IntentConfig:
+        """The Exp 6 config with this experiment's training and planner sizes (for
+        :mod:`mopa.experiments.intent`'s training and planner builders)."""
+        return IntentConfig(
+            num_seeds=self.num_seeds,
+            seed=self.seed,
+            train_steps=self.train_steps,
+            train_envs=self.train_envs,
+            train_rollout=self.train_rollout,
+            train_chunks=self.train_chunks,
+            bayes_epsilon=self.bayes_epsilon,
+            greedy_prey_model=self.greedy_prey_model,
+            planner_rollouts=self.planner_rollouts,
+            planner_horizon=self.planner_horizon,
+            planner_gamma=self.planner_gamma,
+            mcts_particles=self.mcts_particles,
+            distance_weight=self.distance_weight,
+        )
+
+    def population_config(self) -> PopulationConfig:
+        """The clone library (the prey's intent one-hot cut off its input)."""
+        K = len(INTENT_CORNERS)
+        return PopulationConfig(
+            clone=BCConfig(
+                num_actions=NUM_ACTIONS,
+                hidden=self.bc_hidden,
+                num_epochs=self.bc_epochs,
+                batch_size=self.bc_batch_size,
+            ),
+            num_intents=K,
+            drop_obs_tail=K,
+        )
+
+
+PROFILES = {
+    "default": PopulationExperimentConfig(),
+    "quick": PopulationExperimentConfig(
+        train_steps=4096,
+        train_envs=8,
+        train_rollout=32,
+        train_chunks=1,
+        data_episodes=8,
+        bc_epochs=2,
+        bc_hidden=(32,),
+        bc_batch_size=64,
+        eval_episodes=2,
+        match_episodes=3,
+        matches_per_seed=1,
+        planner_rollouts=1,
+        planner_horizon=1,
+        mcts_particles=1,
+        calibration_bins=5,
+    ),
+}
+"""Profiles of ``mopa experiment intent_population``: ``default`` (the issue's
+sizes: 15.5 CPU-minutes, 22 minutes' wall on the project's shared 2-core machine
+at a load of about 12; four 1.5M-step trainings take half of it, the evaluation a
+third) and ``quick`` (tiny budgets: checks the pipeline, not the numbers)."""
+
+
+# -- training and data ---------------------------------------------------------------
+def condition_train_config(config: PopulationExperimentConfig, condition: str):
+    """The MAPPO config of one prey condition (an Exp 6 preset with the
+    condition's game and config overrides)."""
+    base, game, fields = PREY_CONDITIONS[condition]
+    cfg = train_config(config.intent_config(), base, config.num_seeds)
+    return cfg.replace(env_overrides=(*cfg.env_overrides, *game), **dict(fields))
+
+
+def condition_game(config: PopulationExperimentConfig, condition: str):
+    """``(env, params)`` the condition was trained in."""
+    cfg = condition_train_config(config, condition)
+    return make(cfg.env, **dict(cfg.env_overrides))
+
+
+def _data(config, teams: dict, folder: Path, progress) -> dict:
+    """Every prey against its own predators, one dataset per prey."""
+    key = jax.random.fold_in(jax.random.key(config.seed), 3)
+    for c, condition in enumerate(config.conditions):
+        env, params = condition_game(config, condition)
+        (pred_spec, pred_params), (prey_spec, prey_params) = (
+            teams[condition]["predator"],
+            teams[condition]["prey"],
+        )
+        players = (PolicyPlayer(pred_spec), PolicyPlayer(prey_spec))
+        progress(f"[data] {condition}: {config.num_seeds} prey")
+        for s in range(config.num_seeds):
+            seed_params = jax.tree.map(lambda x, s=s: x[s], (pred_params, prey_params))
+            dataset = generate(
+                env,
+                params,
+                players,
+                seed_params,
+                jax.random.fold_in(key, c * config.num_seeds + s),
+                num_chains=config.data_episodes,
+                seed_index=s,
+                policy_names=(f"{condition}_s{s}",),
+            )
+            save_dataset(folder / f"{condition}_s{s}.npz", dataset)
+    return {"episodes_per_prey": config.data_episodes}
+
+
+def _prey_arrays(dataset) -> tuple[jax.Array, jax.Array, np.ndarray]:
+    """``(obs [E, T, 1, D], actions [E, T, 1], intents [E])`` of the prey."""
+    return (
+        jnp.asarray(dataset.episodes("obs.prey")),
+        jnp.asarray(dataset.episodes("actions.prey")),
+        dataset.episode_labels("intent"),
+    )
+
+
+# -- the population model ------------------------------------------------------------
+POPULATION_FORMAT = "mopa-population-clones"
+
+
+def _population(config, data_folder: Path, folder: Path) -> dict:
+    """The clone library fitted on the fitting set's data only."""
+    members = [
+        member_data(load_dataset(data_folder / f"{name}.npz"), "prey")
+        for name in config.fitting_prey
+    ]
+    key = jax.random.fold_in(jax.random.key(config.seed), 5)
+    clones, metrics = fit_population(key, config.population_config(), members)
+    write_msgpack(
+        folder / "clones.msgpack",
+        {"format": POPULATION_FORMAT, "version": 1, "params": jax.device_get(clones)},
+    )
+    return {
+        "members": config.fitting_prey,
+        "examples_per_member": [int(len(m.actions)) for m in members],
+        "final_loss": [float(np.asarray(m.loss)[-1]) for m in metrics],
+        "final_accuracy": [float(np.asarray(m.accuracy)[-1]) for m in metrics],
+    }
+
+
+def load_clones(folder: Path) -> Any:
+    """The clone library's weights (leaves ``[M, ...]``) a ``population`` stage
+    wrote."""
+    data = read_msgpack(folder / "clones.msgpack", POPULATION_FORMAT, noun="clones")
+    return jax.tree.map(jnp.asarray, data["params"])
+
+
+# -- the belief on held-out prey -----------------------------------------------------
+@jax.jit
+def episode_beliefs(
+    log_probs: jax.Array,
+    actions: jax.Array,
+    epsilon: float | jax.Array,
+    fallback_prior: float | jax.Array,
+) -> PopulationBeliefState:
+    """The joint belief after every step of each episode, from a fresh belief
+    (uniform priors).
+
+    Args:
+        log_probs: ``[E, T, 1, K, M, A]`` the model's log-probabilities of the
+            prey's actions (:func:`~mopa.opponent.population.population_log_probs`
+            of its observations; one member's slice ``M = 1`` for a single clone).
+        actions: ``[E, T, 1]`` its moves.
+        epsilon: the likelihood floor.
+        fallback_prior: the prior probability that no member fits.
+
+    Returns:
+        Leaves ``[E, T, ...]``: row ``t`` after the moves of steps ``0..t``.
+    """
+    K, M = log_probs.shape[-3:-1]
+    start = init_population_belief(K, M, fallback_prior=fallback_prior)
+    return jax.vmap(lambda lp, a: population_beliefs(start, lp, a, epsilon))(
+        log_probs, actions
+    )
+
+
+def _belief(config, clone_folder: Path, data_folder: Path, folder: Path) -> dict:
+    """Intent accuracy and ECE by step, and the held-out log-likelihood of the
+    population against every single clone, on the held-out prey's data."""
+    pop_config = config.population_config()
+    clones = load_clones(clone_folder)
+    M = jax.tree.leaves(clones)[0].shape[0]
+    K = pop_config.num_intents
+    eps, prior = config.bayes_epsilon, config.fallback_prior
+    log_probs_fn = jax.jit(
+        lambda clones, obs: population_log_probs(pop_config, clones, obs)
+    )
+    beliefs, labels = [], []
+    population_ll, clone_ll, moves = {}, {}, {}
+    for name in config.held_out_prey:
+        obs, actions, intents = _prey_arrays(load_dataset(data_folder / f"{name}.npz"))
+        log_probs = log_probs_fn(clones, obs)  # [E, T, 1, K, M, A]
+        states = episode_beliefs(log_probs, actions, eps, prior)
+        # The belief acted on at step t has seen the moves before t.
+        after = jax.vmap(jax.vmap(intent_belief))(states)  # [E, T, K]
+        uniform = jnp.full((after.shape[0], 1, K), 1.0 / K)
+        beliefs.append(jnp.concatenate([uniform, after[:, :-1]], 1))
+        labels.append(intents)
+        moves[name] = int(actions.size)
+        population_ll[name] = float(jnp.sum(states.log_likelihood[:, -1]))
+        clone_ll[name] = [
+            float(
+                jnp.sum(
+                    episode_beliefs(
+                        log_probs[..., m : m + 1, :], actions, eps, prior
+                    ).log_likelihood[:, -1]
+                )
+            )
+            for m in range(M)
+        ]
+    belief = jnp.concatenate(beliefs)
+    label = jnp.asarray(np.concatenate(labels))
+    total_moves = sum(moves.values())
+    per_clone = np.sum([clone_ll[n] for n in config.held_out_prey], 0) / total_moves
+    best = int(np.argmax(per_clone))
+    ece = np.asarray(ece_by_step(belief, label, config.calibration_bins))
+    out = {
+        "num_episodes": int(label.shape[0]),
+        "accuracy_by_step": np.asarray(accuracy_by_step(belief, label)).tolist(),
+        "ece_by_step": ece.tolist(),
+        "mean_ece": float(ece.mean()),
+        "log_likelihood_per_move": {
+            "population": sum(population_ll.values()) / total_moves,
+            "best_single_clone": float(per_clone[best]),
+            "best_clone": config.fitting_prey[best],
+            "per_clone": dict(
+                zip(config.fitting_prey, per_clone.tolist(), strict=True)
+            ),
+            "uniform": float(-np.log(NUM_ACTIONS)),
+            "per_prey": {
+                name: {
+                    "population": population_ll[name] / moves[name],
+                    "best_single_clone": clone_ll[name][best] / moves[name],
+                }
+                for name in config.held_out_prey
+            },
+        },
+    }
+    write_json(folder / "belief.json", out)
+    return out
+
+
+# -- the players ----------------------------------------------------------------------
+def _seed_slice(tree: Any, seeds: tuple[int, ...]) -> Any:
+    index = np.asarray(seeds)
+    return jax.tree.map(lambda x: x[index], tree)
+
+
+def _repeat_seeds(tree: Any, num_seeds: int) -> Any:
+    """A one-seed ``[1, ...]`` tree repeated to ``[S, ...]``."""
+    return jax.tree.map(lambda x: jnp.broadcast_to(x, (num_seeds, *x.shape[1:])), tree)
+
+
+def build_rows(config, teams: dict, clones: Any) -> dict:
+    """Every row's player and a function of the faced prey's params giving its
+    entry params (only ``true_model_planner`` reads them).
+
+    Returns:
+        ``{ROW: (player, params_fn)}``; ``params_fn(prey_params [1, ...] | None)``
+        gives the row's params ``[S, ...]`` (``S`` the predator seeds).
+    """
+    env, params = intent_game()
+    K = env.num_intents
+    icfg = config.intent_config()
+    seeds = config.predator_seeds
+    S = len(seeds)
+    unaware_spec, unaware_params = teams["unaware"]["predator"]
+    oracle_spec, oracle_params = teams["oracle"]["predator"]
+    belief_spec, belief_params = teams["belief"]["predator"]
+    prey_spec, own_prey = teams["belief"]["prey"]
+    unaware_params, oracle_params, belief_params, own_prey = (
+        _seed_slice(tree, seeds)
+        for tree in (unaware_params, oracle_params, belief_params, own_prey)
+    )
+    common = dict(bayes_epsilon=config.bayes_epsilon)
+    unaware = IntentPredator(env, unaware_spec, feed_none=True, **common)
+    oracle = IntentPredator(env, oracle_spec, sources=("flat",), **common)
+    planner = IntentPredator(
+        env,
+        belief_spec,
+        sources=_SOURCES,
+        planner=lookahead_planner(icfg, env, belief_spec, prey_spec),
+        prey_model=PreyModel(prey_spec, config.greedy_prey_model),
+        **common,
+    )
+
+    def intent_params(policy_params, source, feed, bayes_params=(), rollout_prey=None):
+        shared = broadcast_seeds(
+            dict(
+                env_params=params,
+                classifier_params=(),
+                classifier_temperature=jnp.float32(1.0),
+                jepa_params=(),
+                jepa_temperature=jnp.float32(1.0),
+                source=jnp.int32(_SOURCES.index(source)),
+                feed=jnp.int32(FEEDS.index(feed)),
+            ),
+            S,
+        )
+        planner_params: Any = ()
+        if rollout_prey is not None:
+            planner_params = LookaheadParams(
+                env_params=shared["env_params"],
+                own_params=policy_params,
+                opponent_params=IntentModelParams(
+                    policy_params=rollout_prey,
+                    belief=broadcast_seeds(jnp.full((K,), 1.0 / K), S),
+                ),
+            )
+        return IntentPredatorParams(
+            policy_params=policy_params,
+            planner_params=planner_params,
+            bayes_params=bayes_params,
+            **shared,
+        )
+
+    pop_config = config.population_config()
+    M = jax.tree.leaves(clones)[0].shape[0]
+    model = PopulationOpponentModel(pop_config, team=PREY)
+    population = dict(
+        env=env,
+        population=pop_config,
+        num_members=M,
+        epsilon=config.bayes_epsilon,
+        fallback_prior=config.fallback_prior,
+    )
+    pop_planner = PopulationPredator(
+        planner=dataclasses.replace(
+            lookahead_planner(icfg, env, belief_spec, prey_spec), opponent_model=model
+        ),
+        **population,
+    )
+    pop_mcts = PopulationPredator(
+        planner=dataclasses.replace(
+            tree_search_planner(icfg, env, belief_spec, prey_spec),
+            opponent_model=model,
+        ),
+        **population,
+    )
+    pop_params = LookaheadParams(
+        env_params=broadcast_seeds(params, S),
+        own_params=belief_params,
+        opponent_params=PopulationModelParams(
+            clone_params=broadcast_seeds(clones, S),
+            belief=broadcast_seeds(jnp.full((K, M), 1.0 / (K * M)), S),
+        ),
+    )
+    own = dict(bayes_params=own_prey, rollout_prey=own_prey)
+    fixed = {
+        "unaware": (unaware, intent_params(unaware_params, "flat", "none")),
+        "oracle": (oracle, intent_params(oracle_params, "flat", "true")),
+        "flat_belief_planner": (
+            planner,
+            intent_params(belief_params, "flat", "belief", **own),
+        ),
+        "belief_planner": (
+            planner,
+            intent_params(belief_params, "bayes", "belief", **own),
+        ),
+        "population_planner": (pop_planner, pop_params),
+        "population_mcts": (pop_mcts, pop_params),
+    }
+    rows = {name: (player, lambda prey, p=p: p) for name, (player, p) in fixed.items()}
+
+    def true_model(prey):
+        faced = _repeat_seeds(prey, S)
+        return intent_params(
+            belief_params, "bayes", "belief", bayes_params=faced, rollout_prey=faced
+        )
+
+    rows["true_model_planner"] = (planner, true_model)
+    return rows
+
+
+def _prey_entries(config, teams: dict) -> dict[str, TournamentEntry]:
+    """Every trained prey (params ``[1, ...]``) and the evader, by name."""
+    env, _ = intent_game()
+    entries = {}
+    for condition in config.conditions:
+        spec, stacked = teams[condition]["prey"]
+        for s in range(config.num_seeds):
+            name = f"{condition}_s{s}"
+            entries[name] = TournamentEntry(
+                name, PolicyPlayer(spec), _seed_slice(stacked, (s,))
+            )
+    entries["evader"] = TournamentEntry("evader", EvaderPrey(env), {})
+    return entries
+
+
+# -- evaluation ----------------------------------------------------------------------
+def _eval(config, teams: dict, clone_folder: Path, folder: Path, progress) -> dict:
+    """Every row against every prey; pooled statistics per prey set."""
+    env, params = intent_game()
+    rows = build_rows(config, teams, load_clones(clone_folder))
+    prey = _prey_entries(config, teams)
+    key = jax.random.fold_in(jax.random.key(config.seed), 7)
+    captures: dict[str, dict[str, list]] = {}
+    for name, entry in prey.items():
+        names = [r for r in ROWS if name != "evader" or r != "true_model_planner"]
+        faced = None if name == "evader" else entry.params
+        side_a = [TournamentEntry(r, rows[r][0], rows[r][1](faced)) for r in names]
+        progress(f"[eval] {len(side_a)} rows vs {name}")
+        result = play_tournament(
+            env,
+            params,
+            side_a,
+            [entry],
+            key,
+            num_episodes=config.eval_episodes,
+            pairing="all",
+        )
+        values = result.metric("captures")  # [R, 1, P, N]
+        captures[name] = {
+            r: values[i, 0].tolist() for i, r in enumerate(result.row_names)
+        }
+    write_json(folder / "captures.json", captures)
+    S = len(config.predator_seeds)
+    pools = {
+        "held_out": config.held_out_prey,
+        "fitting": config.fitting_prey,
+        "out_of_family": list(OUT_OF_FAMILY),
+    }
+    pooled = {}
+    for pool, names in pools.items():
+        pooled[pool] = {
+            r: condition_stats(np.concatenate([captures[n][r] for n in names]), S)
+            for r in ROWS
+            if all(r in captures[n] for n in names)
+        }
+    per_prey = {
+        n: {r: float(np.mean(v)) for r, v in captures[n].items()} for n in captures
+    }
+    return {"pooled": pooled, "per_prey": per_prey}
+
+
+# -- adaptation ----------------------------------------------------------------------
+def match_beliefs(
+    pop_config: PopulationConfig,
+    clones: Any,
+    obs: jax.Array,
+    actions: jax.Array,
+    step: jax.Array,
+    horizon: int,
+    epsilon: float,
+    fallback_prior: float,
+) -> PopulationBeliefState:
+    """The belief ``population_planner`` acts on at every step of one match, from
+    the recorded moves: as the player computes it online (a fresh belief at the
+    match's start, :func:`reset_intent` at every later episode's start, an update
+    by every move but each episode's last, which the player never sees).
+
+    Args:
+        obs: ``[S, 1, D]`` the prey's observations through the match.
+        actions: ``[S, 1]`` its moves.
+        step: ``[S]`` int, the step inside the episode.
+        horizon: steps per episode.
+
+    Returns:
+        Leaves ``[S, ...]``: the belief before each step's move.
+    """
+    M = jax.tree.leaves(clones)[0].shape[0]
+    start = init_population_belief(
+        pop_config.num_intents, M, fallback_prior=fallback_prior
+    )
+
+    def body(state, inputs):
+        o, a, t = inputs
+        state = jax.tree.map(
+            lambda r, s: jnp.where((t == 0) & (state.steps > 0), r, s),
+            reset_intent(state),
+            state,
+        )
+        after = observe_opponent(
+            pop_config, clones, state, o, a, epsilon, valid=t < horizon - 1
+        )
+        return after, state
+
+    _, states = jax.lax.scan(body, start, (obs, actions, step))
+    return states
+
+
+def _adaptation(config, teams: dict, clone_folder: Path, folder: Path, progress):
+    """Matches of ``population_planner`` against every held-out prey and the
+    evader: captures by episode, and the belief through the match."""
+    env, params = intent_game()
+    pop_config = config.population_config()
+    clones = load_clones(clone_folder)
+    player, entry_params = build_rows(config, teams, clones)["population_planner"]
+    prey = _prey_entries(config, teams)
+    M, T = config.match_episodes, int(params.max_steps)
+    key = jax.random.fold_in(jax.random.key(config.seed), 11)
+    beliefs_fn = jax.jit(
+        jax.vmap(
+            lambda o, a, t: match_beliefs(
+                pop_config,
+                clones,
+                o,
+                a,
+                t,
+                T,
+                config.bayes_epsilon,
+                config.fallback_prior,
+            )
+        )
+    )
+    out = {}
+    for p, name in enumerate([*config.held_out_prey, *OUT_OF_FAMILY]):
+        progress(f"[adaptation] matches vs {name}")
+        by_episode, none_fits, top_member, intent_right = [], [], [], []
+        for i in range(len(config.predator_seeds)):
+            dataset = generate(
+                env,
+                params,
+                (player, prey[name].player),
+                (
+                    jax.tree.map(lambda x, i=i: x[i], entry_params(None)),
+                    jax.tree.map(lambda x: x[0], prey[name].params),
+                ),
+                jax.random.fold_in(key, p * 1000 + i),
+                num_chains=config.matches_per_seed,
+                episodes_per_chain=M,
+            )
+            C = dataset.num_chains
+            rewards = dataset["rewards.predator"][:, :, 0] / float(
+                params.capture_reward
+            )
+            by_episode.append(rewards.reshape(C, M, T).sum(-1))  # [C, M]
+            states = beliefs_fn(
+                jnp.asarray(dataset["obs.prey"]),
+                jnp.asarray(dataset["actions.prey"]),
+                jnp.asarray(dataset["step"]),
+            )  # leaves [C, M x T, ...]
+            flat = jax.vmap(jax.vmap(none_fits_probability))(states)
+            top = jnp.max(jax.vmap(jax.vmap(member_belief))(states), -1)
+            guess = jnp.argmax(jax.vmap(jax.vmap(intent_belief))(states), -1)
+            intents = np.repeat(dataset["intent"], T, axis=1)  # [C, M x T]
+            none_fits.append(np.asarray(flat).reshape(C, M, T))
+            top_member.append(np.asarray(top).reshape(C, M, T))
+            intent_right.append((np.asarray(guess) == intents).reshape(C, M, T))
+        out[name] = _match_summary(
+            np.concatenate(by_episode),
+            np.concatenate(none_fits),
+            np.concatenate(top_member),
+            np.concatenate(intent_right),
+        )
+    held_out = {
+        key: np.concatenate([out[n]["raw"][key] for n in config.held_out_prey])
+        for key in ("captures", "none_fits", "top_member", "intent_right")
+    }
+    pooled = _match_summary(*held_out.values())
+    write_json(
+        folder / "matches.json",
+        {n: {k: v.tolist() for k, v in out[n]["raw"].items()} for n in out},
+    )
+    return {
+        "held_out": {k: v for k, v in pooled.items() if k != "raw"},
+        "per_prey": {n: {k: v for k, v in out[n].items() if k != "raw"} for n in out},
+    }
+
+
+def _mean_ci(values: np.ndarray) -> dict:
+    values = np.asarray(values, np.float64).reshape(-1)
+    mean = float(values.mean())
+    half = (
+        float(1.96 * values.std(ddof=1) / np.sqrt(values.size))
+        if values.size > 1
+        else 0.0
+    )
+    return {"mean": mean, "ci95": [mean - half, mean + half], "n": int(values.size)}
+
+
+def _match_summary(captures, none_fits, top_member, intent_right) -> dict:
+    """Statistics of matches: ``captures [C, M]``, and per step ``[C, M, T]`` the
+    none-fits probability, the largest member probability and whether the
+    intent marginal's argmax was the true intent."""
+    M = captures.shape[1]
+    late = captures[:, M // 2 :].mean(1) if M > 1 else captures[:, 0]
+    return {
+        "num_matches": int(captures.shape[0]),
+        "captures_by_episode": [_mean_ci(captures[:, e]) for e in range(M)],
+        "late_minus_first": _mean_ci(late - captures[:, 0]),
+        "late_episodes": [M // 2 + 1, M],
+        "none_fits_by_episode_end": none_fits[:, :, -1].mean(0).tolist(),
+        "none_fits_by_step_first_episode": none_fits[:, 0].mean(0).tolist(),
+        "none_fits_flagged_share": float(np.mean(none_fits[:, :, -1] >= 0.5)),
+        "top_member_by_episode_end": top_member[:, :, -1].mean(0).tolist(),
+        "top_member_by_step_first_episode": top_member[:, 0].mean(0).tolist(),
+        "intent_accuracy_by_step": intent_right.mean((0, 1)).tolist(),
+        "raw": {
+            "captures": captures,
+            "none_fits": none_fits,
+            "top_member": top_member,
+            "intent_right": intent_right,
+        },
+    }
+
+
+# -- the whole run -------------------------------------------------------------------
+def run_intent_population(
+    config: PopulationExperimentConfig, seeds: int | None, progress, stages
+) -> dict:
+    """Run every stage (see the module docstring); returns ``results.json``."""
+    if seeds is not None:
+        config = dataclasses.replace(config, num_seeds=seeds)
+    train_configs = {
+        c: condition_train_config(config, c).to_dict() for c in config.conditions
+    }
+    teams = {}
+    for condition in config.conditions:
+        name = f"train_{condition}"
+        cfg = condition_train_config(config, condition)
+        stages.run(
+            name,
+            train_configs[condition],
+            lambda folder, cfg=cfg, name=name: train_stage(cfg, folder, name, progress),
+        )
+        teams[condition] = read_teams(stages.folder(name))
+    split = {
+        "fitting": config.fitting_prey,
+        "held_out": config.held_out_prey,
+        "out_of_family": list(OUT_OF_FAMILY),
+        "predator_seeds": list(config.predator_seeds),
+    }
+    data_config = {
+        "train": train_configs,
+        "episodes": config.data_episodes,
+        "seed": config.seed,
+    }
+    data_folder = stages.folder("data")
+    stages.run(
+        "data", data_config, lambda folder: _data(config, teams, folder, progress)
+    )
+    population_config = {
+        "data": data_config,
+        "split": split,
+        "clone": dataclasses.asdict(config.population_config()),
+    }
+    clone_folder = stages.folder("population")
+    population = stages.run(
+        "population",
+        population_config,
+        lambda folder: _population(config, data_folder, folder),
+    )
+    belief_config = {
+        "population": population_config,
+        "population_result": population,
+        "bayes_epsilon": config.bayes_epsilon,
+        "fallback_prior": config.fallback_prior,
+        "calibration_bins": config.calibration_bins,
+    }
+    belief = stages.run(
+        "belief",
+        belief_config,
+        lambda folder: _belief(config, clone_folder, data_folder, folder),
+    )
+    play_config = {
+        **belief_config,
+        "planner": {
+            name: getattr(config, name)
+            for name in (
+                "greedy_prey_model",
+                "planner_rollouts",
+                "planner_horizon",
+                "planner_gamma",
+                "mcts_particles",
+                "distance_weight",
+            )
+        },
+    }
+    evaluation = stages.run(
+        "eval",
+        {**play_config, "eval_episodes": config.eval_episodes},
+        lambda folder: _eval(config, teams, clone_folder, folder, progress),
+    )
+    adaptation = stages.run(
+        "adaptation",
+        {
+            **play_config,
+            "match_episodes": config.match_episodes,
+            "matches_per_seed": config.matches_per_seed,
+        },
+        lambda folder: _adaptation(config, teams, clone_folder, folder, progress),
+    )
+    meta = run_metadata({})
+    return {
+        "profile": profile_name(config, PROFILES),
+        "split": split,
+        "conditions_held_out": evaluation["pooled"]["held_out"],
+        "conditions_fitting": evaluation["pooled"]["fitting"],
+        "conditions_out_of_family": evaluation["pooled"]["out_of_family"],
+        "per_prey": evaluation["per_prey"],
+        "adaptation": adaptation,
+        "belief_accuracy_by_step": belief["accuracy_by_step"],
+        "ece_by_step": belief["ece_by_step"],
+        "mean_ece": belief["mean_ece"],
+        "log_likelihood_per_move": belief["log_likelihood_per_move"],
+        "clones": population,
+        "timing_s": dict(stages.timing_s),
+        "versions": meta["versions"],
+        "git_sha": meta["git_sha"] or "unknown",
+    }
+
+
+def _markdown(results: dict) -> str:
+    from mopa.report.intent_population_report import results_markdown
+
+    return results_markdown(results)
+
+
+def _plots(results: dict, out: Path) -> list[Path]:
+    from mopa.report.intent_population_report import write_report
+
+    return write_report(results, Path(out))
+
+
+register_experiment(
+    "intent_population",
+    run_intent_population,
+    PROFILES,
+    "default",
+    plot_fn=_plots,
+    description="Issue 22: plan against held-out prey with a population model, "
+    "and adapt across a match",
+    markdown_fn=_markdown,
+)

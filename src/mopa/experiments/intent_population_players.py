@@ -1,0 +1,239 @@
+"""The players of the population experiment (:mod:`mopa.experiments.intent_population`):
+the predators that plan against a population model of the prey, and a scripted prey
+from outside the trained family.
+
+:class:`PopulationPredator` is a :class:`~mopa.players.Player` for the predator team
+of ``tag_intent`` built with ``predator_intent_obs``. It carries the joint belief
+over (intent, member) of :mod:`mopa.opponent.population` in its carry and, each
+step:
+
+1. recovers the prey's previous move from the last transition
+   (:func:`~mopa.experiments.intent_players.infer_prey_action`) and updates the
+   belief with the clone library's likelihood of it
+   (:func:`~mopa.opponent.population.observe_opponent`); on an episode's first step
+   it instead starts the belief: afresh at a match's first episode (an all-zero
+   carry), else by :func:`~mopa.opponent.population.reset_intent` (the member
+   marginal and the none-fits odds carried, the intent reset to its prior), or
+   afresh every episode when ``carry_across_episodes`` is off;
+2. hands its planner (a lookahead or a tree search whose opponent model is a
+   :class:`~mopa.planning.PopulationOpponentModel`) the joint belief to draw
+   imagined prey from, and the belief's intent marginal as the predators' intent
+   input (in the observation and in the imagined game state).
+
+The carry row is the flattened :class:`PopulationCarry` (the same row for every
+agent); :meth:`PopulationPredator.unpack` reads it back.
+
+:class:`EvaderPrey` runs from the nearest predator and ignores its intent: an
+opponent no member of the population describes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
+
+from mopa.envs.pursuit import ACTION_DIRECTIONS, PREY, PursuitEnv
+from mopa.errors import InvalidParameterError
+from mopa.experiments.intent_players import infer_prey_action
+from mopa.opponent.population import (
+    DEFAULT_EPSILON,
+    DEFAULT_FALLBACK_PRIOR,
+    PopulationBeliefState,
+    PopulationConfig,
+    init_population_belief,
+    intent_belief,
+    joint_belief,
+    observe_opponent,
+    reset_intent,
+)
+from mopa.planning import LookaheadParams, LookaheadPlayer, MCTSPlayer
+
+
+class PopulationCarry(NamedTuple):
+    """What a :class:`PopulationPredator` carries from step to step (and, in a
+    match, from episode to episode)."""
+
+    belief: PopulationBeliefState  # the joint belief after the latest move seen
+    prev_pos: jax.Array  # [N, 2] positions of the previous state
+    prev_vel: jax.Array  # [N, 2] velocities of the previous state
+    prev_actions: jax.Array  # [A] int32 the predators' previous actions
+    started: jax.Array  # [] float32: 1 once the match's first step was played
+
+
+@dataclasses.dataclass(frozen=True)
+class PopulationPredator:
+    """The predators planning against the population model; see the module
+    docstring. ``params`` is the planner's :class:`~mopa.planning.LookaheadParams`
+    whose ``opponent_params`` is a :class:`~mopa.planning.PopulationModelParams`
+    (its ``belief`` is replaced every step by the carried one)."""
+
+    env: PursuitEnv
+    """``tag_intent`` with ``predator_intent_obs``."""
+    population: PopulationConfig
+    """The clone library (the same as the planner's opponent model's)."""
+    num_members: int
+    """``M``: clones in the library."""
+    planner: LookaheadPlayer | MCTSPlayer
+    """The lookahead or tree search, its opponent model a population model."""
+    epsilon: float = DEFAULT_EPSILON
+    """Likelihood floor of the belief update."""
+    fallback_prior: float = DEFAULT_FALLBACK_PRIOR
+    """Prior probability that the prey is outside the family."""
+    carry_across_episodes: bool = True
+    """Keep the member belief from one episode of a match to the next."""
+
+    def __post_init__(self):
+        if not self.env.predator_intent_obs:
+            raise InvalidParameterError(
+                "env: the population predator needs tag_intent with predator_intent_obs"
+            )
+        if self.population.num_intents != self.env.num_intents:
+            raise InvalidParameterError(
+                f"population: num_intents is {self.population.num_intents}, the "
+                f"game has {self.env.num_intents}"
+            )
+        if self.num_members < 1:
+            raise InvalidParameterError(
+                f"num_members must be >= 1, got {self.num_members}"
+            )
+
+    # -- Player ------------------------------------------------------------------
+    @property
+    def num_agents(self) -> int:
+        return self.env.num_predators
+
+    @property
+    def carry_size(self) -> int:
+        return int(self.pack(self._fresh_carry()).size)
+
+    def _fresh_belief(self) -> PopulationBeliefState:
+        return init_population_belief(
+            self.env.num_intents,
+            self.num_members,
+            fallback_prior=self.fallback_prior,
+        )
+
+    def _fresh_carry(self) -> PopulationCarry:
+        N, A = self.env.num_agents, self.num_agents
+        return PopulationCarry(
+            belief=self._fresh_belief(),
+            prev_pos=jnp.zeros((N, 2)),
+            prev_vel=jnp.zeros((N, 2)),
+            prev_actions=jnp.zeros((A,), jnp.int32),
+            started=jnp.zeros((), jnp.float32),
+        )
+
+    def pack(self, carry: PopulationCarry) -> jax.Array:
+        """One carry row ``[H]`` float32 holding ``carry``."""
+        return ravel_pytree(carry)[0].astype(jnp.float32)
+
+    def unpack(self, row: jax.Array) -> PopulationCarry:
+        """The :class:`PopulationCarry` of one carry row ``[H]``."""
+        return ravel_pytree(self._fresh_carry())[1](row)
+
+    def act(self, params: LookaheadParams, key, state, obs, carry, reset):
+        K, A = self.env.num_intents, self.num_agents
+        previous = self.unpack(carry[0])
+        belief = self._belief(params, state, previous, reset[0])
+        fed = intent_belief(belief)  # [K]
+        opponent = params.opponent_params.replace(belief=joint_belief(belief))
+        obs = jnp.concatenate([obs[:, :-K], jnp.broadcast_to(fed, (A, K))], -1)
+        actions, _ = self.planner.act(
+            params.replace(opponent_params=opponent),
+            key,
+            state.replace(belief=fed),
+            obs,
+            jnp.zeros((A, 0), jnp.float32),
+            jnp.zeros((A,), bool),
+        )
+        row = self.pack(
+            PopulationCarry(
+                belief=belief,
+                prev_pos=state.pos,
+                prev_vel=state.vel,
+                prev_actions=actions,
+                started=jnp.ones((), jnp.float32),
+            )
+        )
+        return actions, jnp.broadcast_to(row, (A, row.size))
+
+    # -- the belief --------------------------------------------------------------
+    def _belief(self, params, state, previous: PopulationCarry, first):
+        """The belief to act on at this step (see the module docstring, step 1)."""
+        fresh = self._fresh_belief()
+        if self.carry_across_episodes:
+            carried = reset_intent(previous.belief)
+            started = previous.started > 0.5
+            at_start = jax.tree.map(
+                lambda c, f: jnp.where(started, c, f), carried, fresh
+            )
+        else:
+            at_start = fresh
+        observed = self._observe(params, state, previous)
+        return jax.tree.map(
+            lambda s, o: jnp.where(first, s, o).astype(o.dtype), at_start, observed
+        )
+
+    def _observe(self, params, state, previous: PopulationCarry):
+        """The belief after the prey's move of the transition ``previous state ->
+        state``."""
+        P = self.env.num_predators
+        before = state.replace(
+            pos=previous.prev_pos,
+            vel=previous.prev_vel,
+            step=jnp.maximum(state.step - 1, 0),
+        )
+        action = infer_prey_action(
+            self.env, params.env_params, before, previous.prev_actions, state.vel[P]
+        )
+        prey_obs = self.env.observe(before, params.env_params)[PREY]  # [1, D]
+        return observe_opponent(
+            self.population,
+            params.opponent_params.clone_params,
+            previous.belief,
+            prey_obs,
+            action[None],
+            self.epsilon,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaderPrey:
+    """A scripted prey outside the trained family: it pushes straight away from the
+    nearest predator, and back towards the centre once it is past ``wall`` on an
+    axis (the arena's edge is penalised); it never looks at its intent. No params
+    (``{}`` in a tournament)."""
+
+    env: PursuitEnv
+    """The pursuit game (one prey)."""
+    wall: float = 0.7
+    """Distance from the centre on an axis past which the prey turns back."""
+
+    def __post_init__(self):
+        if self.env.num_prey != 1:
+            raise InvalidParameterError(
+                f"env: the evader plays one prey, the game has {self.env.num_prey}"
+            )
+
+    @property
+    def num_agents(self) -> int:
+        return 1
+
+    @property
+    def carry_size(self) -> int:
+        return 0
+
+    def act(self, params, key, state, obs, carry, reset):
+        del params, key, obs, reset
+        P = self.env.num_predators
+        gap = state.pos[P] - state.pos[:P]  # [P, 2] from each predator to the prey
+        distance = jnp.sqrt(jnp.sum(gap * gap, -1) + 1e-12)
+        nearest = jnp.argmin(distance)
+        away = gap[nearest] / distance[nearest]
+        inward = -jnp.sign(state.pos[P]) * (jnp.abs(state.pos[P]) > self.wall)
+        scores = jnp.asarray(ACTION_DIRECTIONS) @ (away + 2.0 * inward)  # [5]
+        return jnp.argmax(scores)[None].astype(jnp.int32), carry

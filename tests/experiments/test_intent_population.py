@@ -1,0 +1,382 @@
+"""The population experiment (issue 22, ``mopa experiment intent_population``):
+one quick-profile run shared by the tests here (the files, the ``results.json``
+schema, the fixed split, the out-of-family rows, stage reuse, the report in a
+headless browser), and the experiment's players checked against hand-worked or
+offline numbers. The quick profile's captures are not checked: its budgets are
+tiny."""
+
+import base64
+import dataclasses
+import json
+import re
+import shutil
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from mopa.cli.main import main
+from mopa.errors import InvalidParameterError
+from mopa.experiments import run_experiment
+from mopa.experiments.intent_population import (
+    OUT_OF_FAMILY,
+    PROFILES,
+    ROWS,
+    PopulationExperimentConfig,
+    _population,
+    match_beliefs,
+)
+from tests.browser import assert_plots_unclipped, image_widths, report_page
+
+STAGES = (
+    "train_unaware",
+    "train_oracle",
+    "train_belief",
+    "train_belief_bonus2",
+    "data",
+    "population",
+    "belief",
+    "eval",
+    "adaptation",
+)
+IMAGES = ("conditions.png", "adaptation.png", "belief_calibration.png", "none_fits.png")
+SCHEMA_KEYS = {
+    "profile",
+    "split",
+    "conditions_held_out",
+    "conditions_fitting",
+    "conditions_out_of_family",
+    "per_prey",
+    "adaptation",
+    "belief_accuracy_by_step",
+    "ece_by_step",
+    "mean_ece",
+    "log_likelihood_per_move",
+    "clones",
+    "timing_s",
+    "versions",
+    "git_sha",
+}
+QUICK = PROFILES["quick"]
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    """One quick-profile run through the CLI (shared by the tests here)."""
+    out = tmp_path_factory.mktemp("intent_population") / "quick"
+    argv = ["experiment", "intent_population", "--preset", "quick", "--out", str(out)]
+    assert main(argv) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def results(quick_run):
+    return json.loads((quick_run / "results.json").read_text())
+
+
+def _check_table(table: dict, rows: tuple, episodes: int) -> None:
+    assert list(table) == list(rows)
+    for name, row in table.items():
+        assert set(row) == {"mean", "ci95", "n_episodes", "n_seeds"}, name
+        lo, hi = row["ci95"]
+        assert lo <= row["mean"] <= hi, name
+        assert row["mean"] >= 0.0, name
+        assert row["n_episodes"] == episodes, name
+        assert row["n_seeds"] == len(QUICK.predator_seeds), name
+
+
+def test_quick_run_writes_the_files_and_the_schema(quick_run, results):
+    for name in ("results.json", "results.md", "report.html", *IMAGES):
+        assert (quick_run / name).stat().st_size > 0, name
+    config = json.loads((quick_run / "config.json").read_text())
+    assert config["config"]["held_out_seeds"] == list(QUICK.held_out_seeds)
+    assert set(results) == SCHEMA_KEYS
+    assert results["profile"] == "quick"
+    per_cell = QUICK.eval_episodes * len(QUICK.predator_seeds)
+    split = results["split"]
+    _check_table(
+        results["conditions_held_out"], ROWS, per_cell * len(split["held_out"])
+    )
+    _check_table(results["conditions_fitting"], ROWS, per_cell * len(split["fitting"]))
+    # The out-of-family prey has no policy network: every row but the true model.
+    _check_table(
+        results["conditions_out_of_family"],
+        tuple(r for r in ROWS if r != "true_model_planner"),
+        per_cell,
+    )
+    assert set(results["per_prey"]) == {
+        *split["fitting"],
+        *split["held_out"],
+        *OUT_OF_FAMILY,
+    }
+    for key in ("belief_accuracy_by_step", "ece_by_step"):
+        assert len(results[key]) == 25
+        assert all(0.0 <= v <= 1.0 for v in results[key])
+    assert results["mean_ece"] == pytest.approx(np.mean(results["ece_by_step"]))
+    ll = results["log_likelihood_per_move"]
+    # A floored model gives every move at least eps / A: -log(0.05 / 5) = 4.6.
+    for value in (ll["population"], ll["best_single_clone"]):
+        assert -np.log(5 / QUICK.bayes_epsilon) <= value < 0
+    assert ll["best_single_clone"] == max(ll["per_clone"].values())
+    assert ll["best_clone"] in split["fitting"]
+    adaptation = results["adaptation"]
+    assert set(adaptation["per_prey"]) == {*split["held_out"], *OUT_OF_FAMILY}
+    held = adaptation["held_out"]
+    assert len(held["captures_by_episode"]) == QUICK.match_episodes
+    assert held["num_matches"] == (
+        QUICK.matches_per_seed * len(QUICK.predator_seeds) * len(split["held_out"])
+    )
+    for summary in adaptation["per_prey"].values():
+        assert len(summary["none_fits_by_step_first_episode"]) == 25
+        assert all(0.0 <= p <= 1.0 for p in summary["none_fits_by_episode_end"])
+        # The largest of M member probabilities is at least 1 / M.
+        members = len(split["fitting"])
+        assert all(
+            1 / members - 1e-6 <= p <= 1.0 + 1e-6
+            for p in summary["top_member_by_episode_end"]
+        )
+    assert set(results["timing_s"]) == set(STAGES)
+    markdown = (quick_run / "results.md").read_text()
+    assert "| row | held-out prey | fitting set | out of family (evader) |" in markdown
+
+
+def test_the_split_is_fixed_and_nothing_fitted_sees_a_held_out_prey(
+    quick_run, results, tmp_path
+):
+    split = results["split"]
+    assert split["held_out"] == QUICK.held_out_prey
+    assert split["fitting"] == QUICK.fitting_prey
+    assert not set(split["held_out"]) & set(split["fitting"])
+    # A third of the prey held out, and every training condition in both sets.
+    total = len(split["held_out"]) + len(split["fitting"])
+    assert total == len(QUICK.conditions) * QUICK.num_seeds >= 12
+    assert len(split["held_out"]) == total // 3
+    for condition in QUICK.conditions:
+        assert any(n.startswith(f"{condition}_s") for n in split["held_out"])
+    # The predators evaluated are of seeds none of whose prey is held out.
+    held_seeds = {int(n.rsplit("_s", 1)[1]) for n in split["held_out"]}
+    assert not held_seeds & set(split["predator_seeds"])
+    # The clones are the fitting set's, one each, and fitting reads no held-out
+    # data: it runs on a folder holding only the fitting set's datasets.
+    assert results["clones"]["members"] == split["fitting"]
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in split["fitting"]:
+        shutil.copy(quick_run / "stages" / "data" / f"{name}.npz", data)
+    out = tmp_path / "population"
+    out.mkdir()
+    refit = _population(QUICK, data, out)
+    assert refit["members"] == split["fitting"]
+    assert refit["final_loss"] == pytest.approx(results["clones"]["final_loss"])
+
+
+def test_the_split_is_validated():
+    with pytest.raises(InvalidParameterError, match="held_out_seeds"):
+        PopulationExperimentConfig(num_seeds=3, held_out_seeds=(3,))
+    with pytest.raises(InvalidParameterError, match="every seed is held out"):
+        PopulationExperimentConfig(num_seeds=2, held_out_seeds=(0, 1))
+    with pytest.raises(InvalidParameterError, match="conditions"):
+        PopulationExperimentConfig(conditions=("unaware", "nope"))
+
+
+def test_a_second_run_reuses_every_stage(quick_run, results, tmp_path):
+    out = tmp_path / "again"
+    shutil.copytree(quick_run, out)
+    lines = []
+    again = run_experiment("intent_population", "quick", out, progress=lines.append)
+    for stage in STAGES:
+        assert f"[{stage}] reused (finished earlier with this config)" in lines
+    assert not any(line.endswith("running") for line in lines)
+    assert again["conditions_held_out"] == results["conditions_held_out"]
+    assert again["adaptation"] == results["adaptation"]
+
+
+def test_report_html_holds_the_tables_and_every_image(quick_run):
+    page = (quick_run / "report.html").read_text()
+    table = re.search(r'<table id="conditions">.*?</table>', page, re.S)
+    assert table is not None
+    for name in ROWS:
+        assert f"<td>{name}</td>" in table.group(0)
+    assert '<table id="checks">' in page and '<table id="per_prey">' in page
+    sources = re.findall(r'<img alt="[^"]*" src="data:image/png;base64,([^"]+)"', page)
+    assert len(sources) == len(IMAGES)
+    embedded = {base64.b64decode(data) for data in sources}
+    for name in IMAGES:
+        assert (quick_run / name).read_bytes() in embedded, name
+    assert 'src="http' not in page and "src='http" not in page
+
+
+def test_report_renders_in_a_headless_browser(quick_run):
+    with report_page(quick_run / "report.html") as page:
+        assert page.locator("#conditions tbody tr").count() == len(ROWS)
+        assert page.locator("#conditions").is_visible()
+        widths = image_widths(page)
+        assert len(widths) == len(IMAGES)
+        assert all(width > 0 for width in widths), widths
+        assert_plots_unclipped(page, len(IMAGES))
+
+
+# -- the players ----------------------------------------------------------------------
+def _state_with(env, params, prey, predators):
+    _, state = env.reset(jax.random.key(0), params)
+    P = env.num_predators
+    pos = state.pos.at[P].set(jnp.asarray(prey)).at[:P].set(jnp.asarray(predators))
+    return state.replace(pos=pos, vel=jnp.zeros_like(state.vel))
+
+
+def test_the_evader_runs_from_the_nearest_predator_and_turns_at_the_wall():
+    from mopa.experiments.intent import intent_game
+    from mopa.experiments.intent_population_players import EvaderPrey
+
+    env, params = intent_game()
+    evader = EvaderPrey(env)
+    far = [[0.0, -0.9], [0.0, 0.9], [-0.9, -0.9]]
+
+    def act(prey, predators):
+        state = _state_with(env, params, prey, predators)
+        obs = env.observe(state, params)[1]
+        actions, _ = evader.act({}, jax.random.key(0), state, obs, obs[:, :0], None)
+        return int(actions[0])
+
+    # The nearest predator is 0.2 to the prey's left: push +x (action 2).
+    assert act([0.0, 0.0], [[-0.2, 0.0], *far[1:]]) == 2
+    # ... 0.2 above it: push -y (action 3).
+    assert act([0.0, 0.0], [[0.0, 0.2], *far[1:]]) == 3
+    # Past the wall at x = 0.8 with the predator to its left: away (+1) plus twice
+    # inward (-2) on x gives -1, so it turns back (action 1).
+    assert act([0.8, 0.0], [[0.6, 0.0], *far[1:]]) == 1
+
+
+def _random_population_predator(carry_across_episodes=True):
+    from mopa.envs.pursuit import PREY
+    from mopa.experiments.intent import intent_game, lookahead_planner
+    from mopa.experiments.intent_population_players import PopulationPredator
+    from mopa.opponent.bc import BCConfig, init_bc_params
+    from mopa.opponent.population import PopulationConfig
+    from mopa.planning import (
+        LookaheadParams,
+        PopulationModelParams,
+        PopulationOpponentModel,
+    )
+    from mopa.policy import PolicySpec
+    from mopa.policy import init_params as init_policy
+
+    env, params = intent_game()
+    K, M = env.num_intents, 3
+    config = PopulationConfig(
+        clone=BCConfig(num_actions=5, hidden=(8,)), num_intents=K, drop_obs_tail=K
+    )
+    width = env.prey_obs_size - K
+    clones = jax.tree.map(
+        lambda *xs: jnp.stack(xs),
+        *(
+            init_bc_params(config.clone, jax.random.key(10 + m), width, K)
+            for m in range(M)
+        ),
+    )
+    spec = PolicySpec(
+        kind="actor",
+        num_agents=env.num_predators,
+        obs_size=env.predator_obs_size,
+        num_actions=5,
+        hidden=(8,),
+    )
+    prey_spec = dataclasses.replace(spec, num_agents=1, obs_size=env.prey_obs_size)
+    small = dataclasses.replace(
+        PROFILES["quick"], planner_rollouts=1, planner_horizon=1
+    ).intent_config()
+    planner = dataclasses.replace(
+        lookahead_planner(small, env, spec, prey_spec),
+        opponent_model=PopulationOpponentModel(config, team=PREY),
+    )
+    player = PopulationPredator(
+        env=env,
+        population=config,
+        num_members=M,
+        planner=planner,
+        carry_across_episodes=carry_across_episodes,
+    )
+    player_params = LookaheadParams(
+        env_params=params,
+        own_params=init_policy(spec, jax.random.key(1)),
+        opponent_params=PopulationModelParams(
+            clone_params=clones, belief=jnp.full((K, M), 1.0 / (K * M))
+        ),
+    )
+    prey = init_policy(prey_spec, jax.random.key(2))
+    return env, params, player, player_params, config, clones, prey_spec, prey
+
+
+@pytest.mark.parametrize("carry_across_episodes", [True, False])
+def test_the_online_belief_equals_the_offline_one_across_a_match(
+    carry_across_episodes,
+):
+    """Two episodes of 4 steps: the belief the player carries at every step
+    equals :func:`match_beliefs` on the recorded prey moves (with the carry off,
+    the second episode starts afresh)."""
+    from mopa.experiments.intent_population_players import PopulationCarry
+    from mopa.players import PolicyPlayer, initial_player_carry
+
+    env, params, player, player_params, config, clones, prey_spec, prey = (
+        _random_population_predator(carry_across_episodes)
+    )
+    T = 4
+    params = params.replace(max_steps=T)
+    prey_player = PolicyPlayer(prey_spec, greedy=False)
+    act = jax.jit(player.act)
+    prey_act = jax.jit(prey_player.act)
+    step = jax.jit(env.step)
+    carry = initial_player_carry(player)
+    obs_log, action_log, step_log, beliefs = [], [], [], []
+    key = jax.random.key(3)
+    for _ in range(2):  # two episodes
+        key, key_reset = jax.random.split(key)
+        obs, state = env.reset(key_reset, params)
+        for t in range(T):
+            key, key_pred, key_prey, key_env = jax.random.split(key, 4)
+            first = jnp.full((3,), t == 0)
+            actions, carry = act(player_params, key_pred, state, obs[0], carry, first)
+            prey_actions, _ = prey_act(
+                prey, key_prey, state, obs[1], obs[1][:, :0], first[:1]
+            )
+            beliefs.append(player.unpack(carry[0]).belief)
+            obs_log.append(obs[1])
+            action_log.append(prey_actions)
+            step_log.append(t)
+            obs, state, *_ = step(key_env, state, (actions, prey_actions), params)
+    assert isinstance(player.unpack(carry[0]), PopulationCarry)
+    offline = match_beliefs(
+        config,
+        clones,
+        jnp.stack(obs_log),
+        jnp.stack(action_log),
+        jnp.asarray(step_log),
+        T,
+        player.epsilon,
+        player.fallback_prior,
+    )
+    online = jax.tree.map(lambda *xs: jnp.stack(xs), *beliefs)
+    first_episode = slice(0, T)
+    np.testing.assert_allclose(
+        online.log_posterior[first_episode],
+        offline.log_posterior[first_episode],
+        atol=1e-5,
+    )
+    # The belief moved off the prior, so the comparison is not of two priors.
+    assert not np.allclose(online.log_posterior[T - 1], online.log_posterior[0])
+    if carry_across_episodes:
+        np.testing.assert_allclose(
+            online.log_posterior, offline.log_posterior, atol=1e-5
+        )
+        np.testing.assert_allclose(
+            online.log_odds_none_fits, offline.log_odds_none_fits, atol=1e-5
+        )
+        # The second episode starts with the first's member marginal.
+        carried = jax.nn.logsumexp(online.log_posterior[T], 0)
+        before = jax.nn.logsumexp(online.log_posterior[T - 1], 0)
+        np.testing.assert_allclose(carried, before, atol=1e-5)
+    else:
+        np.testing.assert_allclose(
+            online.log_posterior[T], online.log_posterior[0], atol=1e-6
+        )
