@@ -8,6 +8,7 @@ import pytest
 
 from mopa.bench import belief_speed
 from mopa.cli import bench_beliefs
+from mopa.cli.main import main
 from mopa.errors import InvalidParameterError, UnknownNameError
 
 
@@ -19,12 +20,12 @@ def _parse(argv):
 
 def test_bench_beliefs_writes_rows_and_metadata(tmp_path, capsys):
     path = tmp_path / "beliefs.json"
-    args = _parse(
-        ["--encoders", "classifier", "--beliefs", "bayes", "--batches", "3"]
-        + ["--updates", "4", "--hidden", "8", "--repeats", "1", "--seconds", "0"]
-        + ["--json", str(path)]
+    argv = (
+        ["bench", "beliefs", "--encoders", "classifier", "--beliefs", "bayes"]
+        + ["--batches", "3", "--updates", "4", "--hidden", "8", "--repeats", "1"]
+        + ["--seconds", "0", "--json", str(path)]
     )
-    assert args.run(args) == 0
+    assert main(argv) == 0
     encoder, *beliefs = json.loads(path.read_text())
     assert encoder["bench"] == "encoder" and encoder["name"] == "classifier"
     # The intent experiment's classifier: 8 x 8 occupancy cells and the last 8
@@ -39,6 +40,7 @@ def test_bench_beliefs_writes_rows_and_metadata(tmp_path, capsys):
         assert row["updates_per_s"] == pytest.approx(row["batch"] / row["scan_step_s"])
     meta = json.loads((tmp_path / "beliefs.meta.json").read_text())
     assert meta["config"]["command"] == "bench beliefs"
+    assert meta["config"]["argv"] == argv
     assert meta["config"]["batches"] == [3] and meta["config"]["seconds"] == 0
     assert "git_sha" in meta
     out = capsys.readouterr().out

@@ -50,3 +50,20 @@ def test_rows_carry_flops_gflop_s_and_the_matmul_reference(tmp_path, capsys):
     assert 0 < row["matmul_fraction"] <= 1
     out = capsys.readouterr().out
     assert "GFLOP/s" in out and "x".join(map(str, row["matmul_shape"])) in out
+
+
+def test_a_preset_row_trains_the_preset_and_says_what_ran(tmp_path):
+    """A row named by a preset trains that preset's recipe (the research's IQL:
+    whole-episode replay, 8 games x 26 steps per update), with ``--set`` on top."""
+    path = tmp_path / "train.json"
+    argv = ["bench", "train", "--runs", "research_iql_tag", "--seeds=1"]
+    argv += ["--steps=416", "--json", str(path)]
+    for field in ("hidden=[8,8]", "buffer_size=416", "batch_size=4"):
+        argv += ["--set", field]
+    assert main([*argv, "--set", "learning_starts=0", "--set", "num_chunks=1"]) == 0
+    (row,) = json.loads(path.read_text())
+    assert row["preset"] == "research_iql_tag"
+    assert (row["algo"], row["env"], row["replay"]) == ("iql", "tag", "episodes")
+    assert row["hidden"] == [8, 8] and row["critic_input"] is None
+    assert row["steps"] == 416  # two updates of 8 games x 26 steps
+    assert row["flops_per_step"] > 0 and row["matmul_shape"][2] == 8

@@ -53,8 +53,12 @@ BAD_INPUTS: dict[str, list[tuple[list[str], str]]] = {
         (["--steps", "nan"], "--steps must be a positive whole number, got nan"),
         (["--steps", "2.5"], "--steps must be a positive whole number, got 2.5"),
         (["--set", "lr=fast"], "lr must be a number, got 'fast'"),
-        (["--set", "nope=1"], "unknown IQLConfig field 'nope'"),
-        (["--runs", "iql"], "--runs expects ALGO:ENV, got 'iql'"),
+        (["--set", "nope=1"], "unknown MAPPOConfig field 'nope'"),
+        (
+            ["--runs", "iql"],
+            "--runs expects ALGO:ENV or a preset of `mopa train --list-presets`, "
+            "got 'iql'",
+        ),
         (["--runs", "iql:nope"], "unknown environment 'nope'"),
         (["--runs", "nope:tag"], "unknown algorithm 'nope'"),
         (["--json", "folder"], "--json folder is a folder, not a file"),

@@ -1,9 +1,13 @@
 """Training speed: environment steps per second including learning, and the
 trainer's compute rate against the machine's own limit.
 
-Each row trains one algorithm on one game exactly as ``mopa train`` does (default
-config, every seed vmapped, jitted chunks) but without a run folder, and times the
-whole call, compilation included: ``steps_per_s = seeds x steps / wall_s``.
+Each row trains one algorithm on one game exactly as ``mopa train`` does (the
+algorithm's default config, or a named preset's such as the research's
+``research_mappo_tag_intent_unaware``; every seed vmapped, jitted chunks) but
+without a run folder, and times the whole call, compilation included:
+``steps_per_s = seeds x steps / wall_s``. The default rows put the research's
+recipes (its networks: MAPPO 2 x 128 with the world-state critic, IQL's
+whole-episode replay) beside mopa's lighter defaults.
 
 Each row then states the run against the machine. ``flops_per_step`` is XLA's count
 (:func:`mopa.bench.compute.program_flops`) of one seed's ``update`` (the trainer's
@@ -25,24 +29,49 @@ import jax
 
 from mopa.algos.config import TrainConfig
 from mopa.algos.driver import Progress, run_training
+from mopa.algos.presets import preset
 from mopa.algos.registry import make_config, trainer_factory
 from mopa.algos.trainer import seed_keys
 from mopa.bench.compute import largest_trained_layer, matmul_gflop_s, program_flops
 from mopa.core.devices import dividing_devices
 
-TRAIN_BENCHES = (("iql", "tag"), ("mappo", "tag"), ("mappo", "tag_intent"))
-"""``(algo, env)`` pairs measured by default."""
+TRAIN_BENCHES = (
+    "research_mappo_tag_intent_unaware",
+    "research_iql_tag",
+    ("mappo", "tag_intent"),
+    ("mappo", "tag"),
+    ("iql", "tag"),
+)
+"""Rows measured by default: research presets (by name) first, then ``(algo, env)``
+pairs at mopa's default configs."""
+
+Run = str | tuple[str, str]
+"""A row: a preset's name (``mopa train --list-presets``) or ``(algo, env)``."""
+
+
+def run_config(run: Run, seeds: int, steps: int, **fields: Any) -> TrainConfig:
+    """The config a row trains: the preset's, or the algorithm's default on the
+    game, with ``seeds``, ``steps`` and ``fields`` set.
+
+    Raises:
+        UnknownNameError: unknown preset, algorithm or game.
+        InvalidParameterError: a field the config does not accept.
+    """
+    if isinstance(run, str):
+        return preset(run).replace(total_steps=steps, num_seeds=seeds, **fields)
+    algo, env = run
+    return make_config(algo, env=env, total_steps=steps, num_seeds=seeds, **fields)
 
 
 def bench_train(
-    runs: tuple[tuple[str, str], ...] = TRAIN_BENCHES,
+    runs: tuple[Run, ...] = TRAIN_BENCHES,
     seeds: int = 3,
     steps: int = 2_000_000,
     progress: Callable[[dict[str, Any]], None] | None = None,
     matmul_repeats: int = 5,
     **fields: Any,
 ) -> list[dict[str, Any]]:
-    """Train every ``(algo, env)`` of ``runs`` for ``steps`` per seed.
+    """Train every row of ``runs`` (:data:`Run`) for ``steps`` per seed.
 
     Args:
         progress: called with each row once it is complete.
@@ -50,10 +79,13 @@ def bench_train(
         **fields: config fields set on every run (e.g. ``hidden=(64,)``).
 
     Returns:
-        Rows ``{"algo", "env", "seeds", "steps", "wall_s", "compile_s",
+        Rows ``{"preset", "algo", "env", "seeds", "steps", "wall_s", "compile_s",
         "steps_per_s", "hidden", "devices", "train_s", "flops_per_step",
         "gflop_s", "matmul_shape", "matmul_gflop_s", "matmul_fraction"}``:
 
+        * ``preset`` is the row's preset name, or None for an algorithm's default;
+        * ``hidden``, ``critic_input`` (MAPPO) and ``replay`` (IQL) say what
+          networks and recipe ran;
         * ``steps`` is per seed (whole updates only); ``devices`` is how many
           devices the seeds were spread over;
         * ``train_s``: seconds in the compiled chunks (``wall_s`` less set-up and
@@ -70,11 +102,10 @@ def bench_train(
         The last three are ``None`` when the trainer learns no dense layer.
     """
     configs = [  # every config is checked before the first run trains
-        make_config(algo, env=env, total_steps=steps, num_seeds=seeds, **fields)
-        for algo, env in runs
+        run_config(run, seeds, steps, **fields) for run in runs
     ]
     rows = []
-    for (algo, env), config in zip(runs, configs, strict=True):
+    for run, config in zip(runs, configs, strict=True):
         chunks: list[Progress] = []
         result = run_training(config, progress=chunks.append)
         done = config.num_updates * config.steps_per_update
@@ -82,14 +113,17 @@ def bench_train(
         flops_per_step, layer = _update_cost(config)
         gflop_s = flops_per_step * seeds * done / train_s / 1e9
         row = {
-            "algo": algo,
-            "env": env,
+            "preset": run if isinstance(run, str) else None,
+            "algo": config.algo,
+            "env": config.env,
             "seeds": seeds,
             "steps": done,
             "wall_s": result.wall_s,
             "compile_s": result.compile_s,
             "steps_per_s": seeds * done / result.wall_s,
             "hidden": list(config.hidden),
+            "critic_input": getattr(config, "critic_input", None),
+            "replay": getattr(config, "replay", None),
             "devices": len(dividing_devices(seeds)),
             "train_s": train_s,
             "flops_per_step": flops_per_step,
