@@ -105,3 +105,17 @@ def test_largest_trained_layer_is_the_costliest_gradient():
 def test_matmul_reference_is_a_positive_rate():
     gflop_s = matmul_gflop_s(DenseShape(64, 32, 16), 1, repeats=2, min_seconds=0.01)
     assert math.isfinite(gflop_s) and gflop_s > 0
+
+
+def test_sharded_arguments_count_the_whole_program():
+    """XLA costs a program whose inputs are spread over devices per device; the
+    count is the whole program's all the same (the matmul reference shards its
+    seeds over the devices the trainer uses, and times them all)."""
+    from mopa.algos.driver import seed_sharding
+
+    sharding = seed_sharding(3)
+    assert sharding is not None  # the suite's 3 CPU devices
+    x = jax.device_put(jnp.ones((3, ROWS, INPUTS)), sharding)
+    w = jax.device_put(jnp.ones((3, INPUTS, HIDDEN)), sharding)
+    matmuls = jax.vmap(jnp.matmul)
+    assert program_flops(matmuls, x, w) == 3 * 2 * ROWS * INPUTS * HIDDEN

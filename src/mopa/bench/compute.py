@@ -53,11 +53,16 @@ def program_flops(fn: Callable[..., Any], *args: Any) -> float:
 
     Args:
         fn: a jittable function.
-        *args: its arguments, as arrays or ``jax.ShapeDtypeStruct`` s.
+        *args: its arguments, as arrays or ``jax.ShapeDtypeStruct`` s (their
+            shardings are ignored: the count is the whole program's, on every
+            device together).
 
     Returns:
         XLA's ``flops`` of the program (NaN where the backend gives no cost).
     """
+    # Shapes only: XLA's cost of a program whose inputs are sharded over devices
+    # is one device's share, and this is the whole program's count.
+    args = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), args)
     closed = jax.make_jaxpr(fn)(*args)
     leaves = jax.tree.leaves(args)
     base = _xla_flops(closed, leaves)
