@@ -72,3 +72,26 @@ def test_run_metadata_records_config_and_versions():
     assert versions["python"].startswith("3.")
     assert meta["machine"]["cpus"] >= 1 and meta["machine"]["devices"]
     assert set(meta["machine"]["cpu"]["isa"]) <= set(runinfo.ISA_FLAGS)
+
+
+def test_rewriting_a_tracked_benchmark_keeps_the_record_clean(tmp_path, monkeypatch):
+    """A benchmark rerun into its own committed file: the tree was clean when the
+    run was recorded, so its metadata says so (the rows rewrite a tracked file, and
+    the git state is read before they do)."""
+    import argparse
+
+    from mopa.cli.records import write_benchmark
+    from tests.checkouts import git
+
+    make_checkout(tmp_path)
+    monkeypatch.setattr(runinfo, "SOURCE", tmp_path)
+    rows = tmp_path / "benchmarks" / "bench_x.json"
+    write_json(rows, [{"old": 1}])
+    git(tmp_path, "add", "benchmarks")
+    git(tmp_path, "-c", "user.email=a@b", "-c", "user.name=n", "commit", "-qm", "x")
+    args = argparse.Namespace(json=rows, bench="x", argv=["bench", "x"])
+    write_benchmark(args, [{"new": 2}], {})
+    meta = json.loads((tmp_path / "benchmarks" / "bench_x.meta.json").read_text())
+    assert meta["git_dirty"] is False and not meta["git_sha"].endswith("-dirty")
+    assert json.loads(rows.read_text()) == [{"new": 2}]
+    assert git_state(tmp_path).dirty  # the rows did change a tracked file

@@ -129,6 +129,7 @@ def _train(config, args: argparse.Namespace) -> int:
     from mopa.core.files import write_json
     from mopa.core.runinfo import run_metadata
 
+    meta = run_metadata(config.to_dict())  # the source as the run starts
     lemol = make_lemol(config)
     base = jax.random.key(config.seed)
     keys = jax.vmap(lambda i: jax.random.fold_in(base, i))(
@@ -153,7 +154,6 @@ def _train(config, args: argparse.Namespace) -> int:
     summary = _summary(config, arrays, time.perf_counter() - start)
     print(json.dumps(summary))
     if args.out is not None:
-        meta = run_metadata(config.to_dict())
         write_json(args.out / "config.json", config.to_dict())
         write_json(args.out / "meta.json", meta)
         _write_npz(args.out / "metrics.npz", arrays)

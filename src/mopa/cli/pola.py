@@ -162,6 +162,8 @@ def run_sampled(args: argparse.Namespace) -> int:
     config = sampled_config(args)
     if args.save_dir:
         check_output_folder(args.save_dir, "--save_dir")
+    described = {**dataclasses.asdict(config), "seed": args.seed}
+    meta = run_metadata(described)  # the source as the run starts
     learner = Learner(config)
     key_init, key_run = jax.random.split(jax.random.key(args.seed))
     agents = learner.init(key_init)
@@ -191,11 +193,10 @@ def run_sampled(args: argparse.Namespace) -> int:
         ):
             _save_checkpoint(args.save_dir / f"checkpoint_{u + 1}.msgpack", agents)
     if args.save_dir:
-        described = {**dataclasses.asdict(config), "seed": args.seed}
         _save_checkpoint(args.save_dir / "final.msgpack", agents)
         write_json(args.save_dir / "metrics.json", history)
         write_json(args.save_dir / "config.json", described)
-        write_json(args.save_dir / "meta.json", run_metadata(described))
+        write_json(args.save_dir / "meta.json", meta)
         print(f"wrote {args.save_dir}")
     return 0
 

@@ -55,8 +55,11 @@ def write_benchmark(
 ) -> None:
     """Write a benchmark's ``rows`` to ``args.json`` and its metadata beside them:
     ``config`` plus ``command`` (``bench KIND``) and ``argv``, the command line
-    after ``mopa`` (set by :func:`mopa.cli.main.main`)."""
-    write_json(args.json, rows)
+    after ``mopa`` (set by :func:`mopa.cli.main.main`). The git state is read before
+    anything is written: rewriting a tracked benchmark file must not make the
+    record call its own tree dirty."""
     config = {"command": f"bench {args.bench}", "argv": args.argv, **config}
-    write_json(benchmark_meta_path(args.json), run_metadata(config))
+    meta = run_metadata(config)
+    write_json(args.json, rows)
+    write_json(benchmark_meta_path(args.json), meta)
     print(f"wrote {args.json}")

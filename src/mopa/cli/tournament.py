@@ -223,6 +223,7 @@ def run(args: argparse.Namespace) -> int:
         "metric": args.metric,
         "sample": args.sample,
     }
+    meta = run_metadata(config)  # the source as the run starts
     start = time.perf_counter()
     result = play_tournament(
         env,
@@ -240,7 +241,7 @@ def run(args: argparse.Namespace) -> int:
     save_tournament_markdown(result, out / "tournament.md", args.metric)
     plot_tournament_heatmap(result, out / "heatmap.png", args.metric)
     write_json(out / "config.json", config)
-    write_json(out / "meta.json", {**run_metadata(config), "wall_s": wall_s})
+    write_json(out / "meta.json", {**meta, "wall_s": wall_s})
     print(result.to_markdown(args.metric), end="")
     print(
         f"\n{len(result.row_names)} x {len(result.column_names)} cells in "

@@ -1306,6 +1306,7 @@ def _gif(config, teams, encoder_folder, wm_folder, folder) -> dict:
 # -- the whole run -----------------------------------------------------------------
 def run_intent(config: IntentConfig, seeds: int | None, progress, stages) -> dict:
     """Run every stage (see the module docstring); returns ``results.json``."""
+    meta = run_metadata({})  # the source as the run starts, as meta.json's
     num_seeds = config.num_seeds if seeds is None else seeds
     config = dataclasses.replace(config, num_seeds=num_seeds)
     train_configs = {
@@ -1367,7 +1368,6 @@ def run_intent(config: IntentConfig, seeds: int | None, progress, stages) -> dic
         eval_config,
         lambda folder: _gif(config, teams, *folders, folder),
     )
-    meta = run_metadata({})
     online = calibration["bayes"]
     return {
         "profile": profile_name(config, PROFILES),

@@ -873,6 +873,7 @@ def run_intent_population(
     config: PopulationExperimentConfig, seeds: int | None, progress, stages
 ) -> dict:
     """Run every stage (see the module docstring); returns ``results.json``."""
+    meta = run_metadata({})  # the source as the run starts, as meta.json's
     if seeds is not None:
         config = dataclasses.replace(config, num_seeds=seeds)
     train_configs = {
@@ -954,7 +955,6 @@ def run_intent_population(
         },
         lambda folder: _adaptation(config, teams, clone_folder, folder, progress),
     )
-    meta = run_metadata({})
     return {
         "profile": profile_name(config, PROFILES),
         "split": split,
