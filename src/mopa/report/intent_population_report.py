@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from mopa.core.files import atomic_write
 from mopa.report.calibration import plot_calibration_by_step
 from mopa.report.figures import plot_interval_bars, save_png
-from mopa.report.intent_report import holds_mark, interval_cell
+from mopa.report.intent_report import holds_mark, interval_cell, markdown_table
 
 CONDITIONS_PNG = "conditions.png"
 ADAPTATION_PNG = "adaptation.png"
@@ -148,9 +148,7 @@ def results_markdown(results: Mapping) -> str:
         f"- held out ({len(split['held_out'])}): {', '.join(split['held_out'])}",
         f"- out of family: {', '.join(split['out_of_family'])}",
         "",
-        "| " + " | ".join(header) + " |",
-        "|" + "---|" * len(header),
-        *("| " + " | ".join(row) + " |" for row in rows),
+        *markdown_table(header, rows),
         "",
         "| ratio | held-out | fitting |",
         "|---|---|---|",

@@ -98,6 +98,15 @@ def ordering_checks(table: Mapping[str, Any]) -> list[tuple[str, bool | None]]:
     ]
 
 
+def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """The lines of a markdown table: the header, its rule, then the rows."""
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+        *("| " + " | ".join(row) + " |" for row in rows),
+    ]
+
+
 def holds_mark(holds: bool | None) -> str:
     """A check's verdict as a table cell: yes, NO, or n/a where it cannot be read."""
     return {True: "yes", False: "NO", None: "n/a"}[holds]
@@ -163,9 +172,7 @@ def results_markdown(
         f"conditions, every seed. {n.get('n_seeds', '?')} predator seed(s), "
         f"{n.get('n_episodes', '?')} episodes per paired row.",
         "",
-        "| " + " | ".join(header) + " |",
-        "|" + "---|" * len(header),
-        *("| " + " | ".join(row) + " |" for row in rows),
+        *markdown_table(header, rows),
         "",
         "## Orderings the issue asks for",
         "",
