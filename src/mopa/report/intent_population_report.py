@@ -8,7 +8,6 @@ code.
 
 from __future__ import annotations
 
-import base64
 import html
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -21,6 +20,7 @@ from mopa.core.files import atomic_write
 from mopa.report.calibration import plot_calibration_by_step
 from mopa.report.figures import plot_interval_bars, save_png
 from mopa.report.intent_report import holds_mark, interval_cell, markdown_table
+from mopa.report.page import figures_html, html_page, html_table
 
 CONDITIONS_PNG = "conditions.png"
 ADAPTATION_PNG = "adaptation.png"
@@ -318,24 +318,6 @@ def plot_none_fits(adaptation: Mapping, path: str | Path) -> Path:
 
 
 # -- the page ------------------------------------------------------------------------
-def _data_uri(path: Path) -> str:
-    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
-
-
-def _html_table(table_id: str, header: list[str], rows: list[list[str]]) -> str:
-    esc = html.escape
-    return (
-        f'<table id="{table_id}"><thead><tr>'
-        + "".join(f"<th>{esc(h)}</th>" for h in header)
-        + "</tr></thead><tbody>"
-        + "".join(
-            "<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>"
-            for row in rows
-        )
-        + "</tbody></table>"
-    )
-
-
 def report_html(results: Mapping, images: list[tuple[str, Path]]) -> str:
     """One self-contained page: the tables, the checks, every image."""
     esc = html.escape
@@ -361,32 +343,16 @@ def report_html(results: Mapping, images: list[tuple[str, Path]]) -> str:
     accuracy = results["belief_accuracy_by_step"]
     adaptation = results["adaptation"]["held_out"]
     late = adaptation["late_minus_first"]
-    figures = "".join(
-        f'<figure><img alt="{esc(caption)}" src="{_data_uri(path)}">'
-        f"<figcaption>{esc(caption)}</figcaption></figure>"
-        for caption, path in images
-    )
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<title>mopa: population opponent models ({esc(results["profile"])})</title>
-<style>
-body {{ font-family: sans-serif; max-width: 1000px; margin: 2em auto; }}
-table {{ border-collapse: collapse; margin: 1em 0; }}
-th, td {{ border: 1px solid #ccc; padding: 4px 8px; font-size: 13px; }}
-th {{ background: #f0f0f0; }}
-figure {{ display: inline-block; margin: 1em; vertical-align: top; }}
-img {{ max-width: 900px; }}
-</style></head><body>
-<h1>Opponent models that generalise: held-out prey, and adaptation</h1>
+    body = f"""<h1>Opponent models that generalise: held-out prey, and adaptation</h1>
 <p>Profile <code>{esc(results["profile"])}</code>, git {esc(results["git_sha"])}.
 Captures per episode, mean [95% CI], predator seeds
 {esc(str(split["predator_seeds"]))}. Fitting set: {esc(", ".join(split["fitting"]))}.
 Held out (never seen by the clones or the predators):
 {esc(", ".join(split["held_out"]))}. Out of family:
 {esc(", ".join(split["out_of_family"]))}.</p>
-{_html_table("conditions", header, rows)}
+{html_table("conditions", header, rows)}
 <h2>Criteria</h2>
-{_html_table("checks", ["criterion", "held-out", "fitting"], checks)}
+{html_table("checks", ["criterion", "held-out", "fitting"], checks)}
 <h2>Belief on held-out prey</h2>
 <p>Intent accuracy {accuracy[0]:.2f} at step 1, {accuracy[-1]:.2f} at step
 {len(accuracy)}; mean ECE {results["mean_ece"]:.3f}. Log-likelihood per move:
@@ -401,10 +367,11 @@ minus episode 1, {late["mean"]:+.2f} [{late["ci95"][0]:+.2f},
 <h2>Out of family</h2>
 <p>{esc(out_of_family_text(results))}</p>
 <h2>Per prey</h2>
-{_html_table("per_prey", ["prey", *row_names], prey_rows)}
-{figures}
-</body></html>
+{html_table("per_prey", ["prey", *row_names], prey_rows)}
+{figures_html(images)}
 """
+    title = f"mopa: population opponent models ({results['profile']})"
+    return html_page(title, body, font_px=13)
 
 
 def write_report(results: Mapping, out: Path) -> list[Path]:

@@ -8,7 +8,6 @@ the recorded GIF, per-seed numbers). Nothing imports training code.
 
 from __future__ import annotations
 
-import base64
 import html
 import json
 import math
@@ -22,6 +21,7 @@ import numpy as np
 from mopa.core.files import atomic_write, write_json
 from mopa.report.calibration import plot_calibration_by_step, plot_reliability_diagram
 from mopa.report.figures import plot_interval_bars
+from mopa.report.page import figures_html, html_page, html_table
 
 CONDITIONS_PNG = "conditions.png"
 CALIBRATION_PNG = "belief_calibration.png"
@@ -254,11 +254,6 @@ def _stage_result(out: Path, name: str) -> dict:
 
 
 # -- the page ------------------------------------------------------------------------
-def _data_uri(path: Path) -> str:
-    mime = "image/gif" if path.suffix == ".gif" else "image/png"
-    return f"data:{mime};base64," + base64.b64encode(path.read_bytes()).decode()
-
-
 def _sources_table(calibration: Mapping) -> str:
     """HTML table: accuracy at steps 1, 3 and the last, and mean ECE, of every
     belief source in the calibration stage's result."""
@@ -295,16 +290,7 @@ def report_html(
     """One self-contained page: the table, the ordering checks, every image."""
     header, rows = table_rows(results, research, reruns)
     esc = html.escape
-    table = (
-        '<table id="conditions"><thead><tr>'
-        + "".join(f"<th>{esc(h)}</th>" for h in header)
-        + "</tr></thead><tbody>"
-        + "".join(
-            "<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>"
-            for row in rows
-        )
-        + "</tbody></table>"
-    )
+    table = html_table("conditions", header, rows)
     checks = zip(
         ordering_checks(results["conditions"]),
         ordering_checks(results["conditions_common_opponent"]),
@@ -314,25 +300,9 @@ def report_html(
         f"<tr><td>{esc(s)}</td><td>{holds_mark(a)}</td><td>{holds_mark(b)}</td></tr>"
         for (s, a), (_, b) in checks
     )
-    figures = "".join(
-        f'<figure><img alt="{esc(caption)}" src="{_data_uri(path)}">'
-        f"<figcaption>{esc(caption)}</figcaption></figure>"
-        for caption, path in images
-    )
     accuracy = results["belief_accuracy_by_step"]
     ece = results["ece_by_step"]
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<title>mopa: Exp 6, hidden intent ({esc(results["profile"])})</title>
-<style>
-body {{ font-family: sans-serif; max-width: 1000px; margin: 2em auto; }}
-table {{ border-collapse: collapse; margin: 1em 0; }}
-th, td {{ border: 1px solid #ccc; padding: 4px 8px; font-size: 14px; }}
-th {{ background: #f0f0f0; }}
-figure {{ display: inline-block; margin: 1em; vertical-align: top; }}
-img {{ max-width: 900px; }}
-</style></head><body>
-<h1>Exp 6: infer a hidden intent, plan against the belief</h1>
+    body = f"""<h1>Exp 6: infer a hidden intent, plan against the belief</h1>
 <p>Profile <code>{esc(results["profile"])}</code>, git {esc(results["git_sha"])}.
 Captures per episode, mean [95% CI]. Paired: each condition against the prey
 co-trained with its predators (the research's protocol); common opponent: every
@@ -348,9 +318,9 @@ condition against the prey of all three training conditions.</p>
 <p>Learned world models, position RMSE 5 steps ahead: {
         esc(", ".join(f"{k} {_number(v)}" for k, v in results["wm_rmse_5step"].items()))
     }.{f" Not built: {esc(', '.join(missing))}." if missing else ""}</p>
-{figures}
-</body></html>
+{figures_html(images)}
 """
+    return html_page(f"mopa: Exp 6, hidden intent ({results['profile']})", body)
 
 
 def write_report(
