@@ -1,6 +1,8 @@
 """Atomic writes and run metadata."""
 
 import json
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -95,3 +97,26 @@ def test_rewriting_a_tracked_benchmark_keeps_the_record_clean(tmp_path, monkeypa
     assert meta["git_dirty"] is False and not meta["git_sha"].endswith("-dirty")
     assert json.loads(rows.read_text()) == [{"new": 2}]
     assert git_state(tmp_path).dirty  # the rows did change a tracked file
+
+
+def test_no_committed_record_names_a_dirty_tree():
+    """Every meta.json that git tracks under results/ and benchmarks/ was written
+    from a clean commit, so each committed figure can be traced to its code."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        pytest.skip("not a git checkout: no tracked records to check")
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "results", "benchmarks"],
+        cwd=root,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    metas = [name for name in listed.split("\0") if name.endswith("meta.json")]
+    assert len(metas) >= 20  # every result folder and benchmark has one
+    dirty = []
+    for name in metas:
+        meta = json.loads((root / name).read_text())
+        sha = meta.get("git_sha")
+        if meta.get("git_dirty") is True or not sha or sha.endswith("-dirty"):
+            dirty.append(f"{name}: {sha}")
+    assert not dirty, "records written from a dirty tree: " + ", ".join(dirty)

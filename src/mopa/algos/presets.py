@@ -33,7 +33,7 @@ from __future__ import annotations
 from mopa.algos.config import TrainConfig
 from mopa.algos.iql.config import IQLConfig
 from mopa.algos.mappo.config import MAPPOConfig
-from mopa.errors import UnknownNameError
+from mopa.errors import InvalidParameterError, UnknownNameError
 
 JAXMARL_MPE_IQL = {
     "lr": 0.005,
@@ -318,6 +318,75 @@ def _research() -> dict[str, tuple[str, TrainConfig]]:
 
 PRESETS = _build()
 """``{name: (description, config)}``."""
+
+RECIPES = ("research", "mopa")
+"""Training recipes of the reproduction experiments (``exp2`` - ``exp5``, ``intent``):
+``research``, the research's exact settings (the ``research_*`` presets), and
+``mopa``, mopa's lighter settings (the ``expN_*`` presets) that the first figures
+were run with."""
+
+
+def _research_counterparts() -> dict[str, str]:
+    """``{expN_* preset: its research_* counterpart}``."""
+    pairs = {}
+    for variant in SHAPING_DIRECTIONS:
+        pairs[f"exp2_static_{variant}"] = f"research_iql_rnn_tag_static_{variant}"
+    for algo in ("iql", "oa_iql"):
+        pairs[f"exp3_{algo}"] = f"research_{algo}_tag"
+    for placement in ("circle", "corners", "random"):
+        for algo in ("iql", "oa_iql", "mappo"):
+            pairs[f"exp4_{algo}_{placement}"] = (
+                f"research_{algo}_tag_resources_{placement}"
+            )
+    pairs["exp4_mappo_tag"] = "research_mappo_tag"
+    for placement in ("circle", "corners"):
+        for algo in ("iql", "mappo"):
+            pairs[f"exp5_{algo}_{placement}"] = (
+                f"research_{algo}_tag_balanced_{placement}"
+            )
+    # The unaware predators keep mopa's critic (the intent stays private); the
+    # research's, which sees it, is the preset research_mappo_tag_intent_unaware.
+    pairs["exp6_mappo_unaware"] = "research_mappo_tag_intent_unaware_private_critic"
+    for condition in ("oracle", "belief"):
+        pairs[f"exp6_mappo_{condition}"] = f"research_mappo_tag_intent_{condition}"
+    return pairs
+
+
+RESEARCH_COUNTERPARTS = _research_counterparts()
+"""``{expN_* preset: research_* preset}``: what the ``research`` recipe trains in
+place of each of mopa's experiment presets. The Exp 6 unaware predators' critic
+stays mopa's (it cannot see the prey's intent); ``exp4_iql_jaxmarl_*`` has no
+counterpart."""
+
+
+def check_recipe(recipe: str) -> None:
+    """Raise :class:`InvalidParameterError` unless ``recipe`` is one of
+    :data:`RECIPES`."""
+    if recipe not in RECIPES:
+        raise InvalidParameterError(
+            f"recipe must be one of {', '.join(RECIPES)}, got {recipe!r}"
+        )
+
+
+def recipe_preset(name: str, recipe: str) -> TrainConfig:
+    """The config that ``recipe`` trains for experiment preset ``name``: the preset
+    itself under ``mopa``, its research counterpart under ``research``.
+
+    Raises:
+        InvalidParameterError: unknown recipe, or a preset without a research
+            counterpart under ``research``.
+        UnknownNameError: unknown preset.
+    """
+    check_recipe(recipe)
+    if recipe == "mopa":
+        return preset(name)
+    if name not in RESEARCH_COUNTERPARTS:
+        preset(name)  # an unknown name says so first
+        raise InvalidParameterError(
+            f"preset {name!r} is one of mopa's alternatives with no research "
+            "counterpart; run it with recipe 'mopa'"
+        )
+    return preset(RESEARCH_COUNTERPARTS[name])
 
 
 def preset(name: str) -> TrainConfig:

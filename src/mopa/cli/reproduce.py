@@ -10,8 +10,8 @@ from pathlib import Path
 from mopa.cli.records import add_record_flags
 
 REPRODUCIBLE = ("intent",)
-"""Experiments ``mopa reproduce`` runs (each registered with ``quick`` and
-``default`` profiles)."""
+"""Experiments ``mopa reproduce`` runs (each registered with ``quick``,
+``default`` and ``mopa`` profiles)."""
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -27,9 +27,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--profile",
         default="default",
-        choices=("quick", "default"),
+        choices=("quick", "default", "mopa"),
         help="quick: tiny budgets that check the pipeline in minutes; default: "
-        "the full run (default: %(default)s)",
+        "the full run on the research's training settings; mopa: the full run on "
+        "mopa's lighter ones (default: %(default)s)",
     )
     parser.add_argument(
         "--out", type=Path, help="output folder (default: runs/NAME/PROFILE)"

@@ -6,8 +6,9 @@ bonus for circling the obstacle nearest it clockwise (``cw``), counter-clockwise
 (``ccw``) or none (``baseline``). Stages (each reused when its config is
 unchanged):
 
-1. ``train_{variant}``: GRU IQL co-training of each variant (presets
-   ``exp2_static_{variant}``), ``num_seeds`` seeds each.
+1. ``train_{variant}``: GRU IQL co-training of each variant (the research's
+   recipe, presets ``research_iql_rnn_tag_static_{variant}``, or with profile
+   ``mopa`` mopa's, ``exp2_static_{variant}``), ``num_seeds`` seeds each.
 2. ``data``: every seed's co-trained pair plays ``episodes_per_seed`` single
    episodes of its own variant; the label of an episode is its variant
    (``policy_id``) and its checkpoint (variant x seed).
@@ -37,10 +38,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mopa.algos.presets import check_recipe
 from mopa.core.checks import check_fields
 from mopa.errors import InvalidParameterError
 from mopa.experiments import part1
-from mopa.experiments.registry import register_experiment
+from mopa.experiments.registry import recipe_field, register_experiment
 from mopa.experiments.stages import file_fingerprint
 from mopa.opponent import data as trajectory_data
 from mopa.opponent.encoders import VAEConfig
@@ -80,8 +82,13 @@ class Exp2Config:
     rnn: bool = True
     """Train the presets' GRU trunk (the research's); ``False`` trains an MLP trunk
     instead (the quick profile: it compiles in about half the time)."""
-    hidden: tuple[int, ...] = (128, 128)
-    """Trunk widths of the trained networks (the presets' 128-128)."""
+    hidden: tuple[int, ...] | None = None
+    """Trunk widths of the trained networks; ``None``: the recipe's (the research's
+    ``Dense(64) -> GRU(64)``, mopa's 128-128)."""
+    recipe: str = recipe_field()
+    """Training recipe: ``research`` (presets ``research_iql_rnn_tag_static_*``:
+    width 64, whole-episode replay, RAdam, the research's shaping constants) or
+    ``mopa`` (``exp2_static_*``)."""
     episodes_per_seed: int = 100
     """Episodes each seed's co-trained pair plays (the research: 100 per
     checkpoint, 900 in all)."""
@@ -110,8 +117,10 @@ class Exp2Config:
 
     def __post_init__(self):
         check_fields(self)
-        for name in ("hidden", "vae_hidden"):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
+        check_recipe(self.recipe)
+        if self.hidden is not None:
+            object.__setattr__(self, "hidden", tuple(self.hidden))
+        object.__setattr__(self, "vae_hidden", tuple(self.vae_hidden))
         for name in (
             "total_steps", "num_seeds", "episodes_per_seed", "latent_size",
             "vae_updates", "encoder_seeds", "bootstrap", "histogram_bins",
@@ -195,12 +204,19 @@ def bootstrap_mean(
 
 
 # -- stages -------------------------------------------------------------------------
+def train_config(config: Exp2Config, variant: str, num_seeds: int):
+    """The IQL config of shaping variant ``variant`` under ``config``'s recipe."""
+    train = part1.train_config(
+        f"exp2_static_{variant}", config.total_steps, num_seeds, config.recipe
+    )
+    hidden = train.hidden if config.hidden is None else config.hidden
+    return train.replace(rnn=config.rnn, hidden=hidden)
+
+
 def _train(config, num_seeds, progress, stages) -> dict[str, dict]:
     runs = {}
     for variant in VARIANTS:
-        train = part1.train_config(
-            f"exp2_static_{variant}", config.total_steps, num_seeds
-        ).replace(rnn=config.rnn, hidden=config.hidden)
+        train = train_config(config, variant, num_seeds)
         runs[variant] = {
             **part1.train_stage(stages, f"train_{variant}", train, progress),
             "env_overrides": dict(train.env_overrides),
@@ -499,7 +515,9 @@ register_experiment(
     run_exp2,
     {
         "default": Exp2Config(),
+        "mopa": Exp2Config(recipe="mopa", hidden=(128, 128)),
         "quick": Exp2Config(
+            recipe="mopa",
             total_steps=256,
             num_seeds=1,
             rnn=False,

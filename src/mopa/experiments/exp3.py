@@ -4,8 +4,10 @@ model, and a Monte-Carlo planner that samples from it, judged in cross-play.
 Stages (each reused when re-run with the same config):
 
 1. ``train_iql`` and ``train_oa_iql``: two-team IQL and OA-IQL on ``tag`` (MLP
-   128-128, presets ``exp3_iql`` and ``exp3_oa_iql``), both teams learning, one
-   learner per team, every seed at once.
+   128-128; the research's recipe, presets ``research_iql_tag`` and
+   ``research_oa_iql_tag``, or with profile ``mopa`` mopa's, ``exp3_iql`` and
+   ``exp3_oa_iql``), both teams learning, one learner per team, every seed at
+   once.
 2. ``tournament``: predators (rows) against prey (columns), seed ``i`` against seed
    ``i`` (the research's pairing), ``episodes`` episodes per seed and cell, mean
    captures per episode with a 95% interval over all episodes of a cell. Variants
@@ -37,12 +39,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from mopa.algos.driver import run_training
-from mopa.algos.presets import preset
+from mopa.algos.presets import check_recipe, recipe_preset
 from mopa.core.checkpoint import POLICY_FILE, read_policy_file
 from mopa.core.checks import check_fields
 from mopa.errors import InvalidParameterError
 from mopa.eval.tournament import broadcast_seeds
-from mopa.experiments.registry import register_experiment
+from mopa.experiments.registry import recipe_field, register_experiment
 
 PREDATOR_VARIANTS = ("iql_greedy", "oa_greedy", "oa_plan", "oa_plan_joint")
 PREY_VARIANTS = ("iql_greedy", "oa_greedy", "oa_plan")
@@ -80,9 +82,13 @@ class Exp3Config:
     """Seed of the training runs and of the tournament."""
     train_overrides: tuple[tuple[str, Any], ...] = ()
     """Extra fields of both training configs (small networks for quick runs)."""
+    recipe: str = recipe_field()
+    """Training recipe: ``research`` (presets ``research_iql_tag`` and
+    ``research_oa_iql_tag``) or ``mopa`` (``exp3_iql`` and ``exp3_oa_iql``)."""
 
     def __post_init__(self):
         check_fields(self)
+        check_recipe(self.recipe)
         for name in ("total_steps", "num_seeds", "episodes", "num_rollouts"):
             if getattr(self, name) < 1:
                 raise InvalidParameterError(
@@ -95,8 +101,10 @@ class Exp3Config:
         )
 
 
-def _train_config(algo: str, config: Exp3Config, num_seeds: int):
-    return preset(f"exp3_{algo}").replace(
+def train_config(algo: str, config: Exp3Config, num_seeds: int):
+    """The training config of ``algo`` (``iql``, ``oa_iql``) under ``config``'s
+    recipe and budget."""
+    return recipe_preset(f"exp3_{algo}", config.recipe).replace(
         total_steps=config.total_steps,
         num_seeds=num_seeds,
         seed=config.seed,
@@ -105,7 +113,7 @@ def _train_config(algo: str, config: Exp3Config, num_seeds: int):
 
 
 def _train_stage(algo: str, config: Exp3Config, num_seeds: int, progress, stages):
-    train_config = _train_config(algo, config, num_seeds)
+    train_cfg = train_config(algo, config, num_seeds)
 
     def train(folder: Path) -> dict:
         def report(p):
@@ -114,7 +122,7 @@ def _train_stage(algo: str, config: Exp3Config, num_seeds: int, progress, stages
                 f"{p.chunk_steps_per_s:,.0f} steps/s"
             )
 
-        result = run_training(train_config, out=folder, progress=report)
+        result = run_training(train_cfg, out=folder, progress=report)
         final = result.summary["final"]
         return {
             "folder": str(folder),
@@ -126,7 +134,7 @@ def _train_stage(algo: str, config: Exp3Config, num_seeds: int, progress, stages
             },
         }
 
-    return stages.run(f"train_{algo}", train_config.to_dict(), train)
+    return stages.run(f"train_{algo}", train_cfg.to_dict(), train)
 
 
 def _with_unused_head(spec, params, oa_spec, oa_params):
@@ -206,7 +214,7 @@ def _tournament_stage(
     stage_config = {
         "training": {algo: run["folder"] for algo, run in trained.items()},
         "training_configs": {
-            algo: _train_config(algo, config, num_seeds).to_dict() for algo in trained
+            algo: train_config(algo, config, num_seeds).to_dict() for algo in trained
         },
         "episodes": config.episodes,
         "num_rollouts": config.num_rollouts,
@@ -462,7 +470,9 @@ register_experiment(
     run_exp3,
     {
         "default": Exp3Config(),
+        "mopa": Exp3Config(recipe="mopa"),
         "quick": Exp3Config(
+            recipe="mopa",
             total_steps=12_288,
             num_seeds=2,
             episodes=4,

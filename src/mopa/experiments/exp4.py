@@ -6,7 +6,8 @@ this measures that probe beside views of the trajectory that can see a change of
 route it cannot.
 
 For each trainer (``algo``, then those in ``compare``), stages ``train_NAME``
-(preset ``exp4_NAME_random`` with ``collect_reward`` 20), ``data_NAME`` (each seed's
+(the recipe's preset for ``exp4_NAME_random``, with ``collect_reward`` 20),
+``data_NAME`` (each seed's
 co-trained pair plays ``chains_per_seed`` single episodes) and ``probe_NAME``. The
 label of an episode is its placement (read from the game state, never shown to the
 probe). ``probe_raw_placement`` is a linear probe on the **prey's** raw position
@@ -32,8 +33,11 @@ against how strongly the predators dominate. Each trainer is also run at the
 rewards ``also_collect_rewards`` (the research's first runs paid 5), stages
 ``train_NAME_collectR`` and so on, reported in ``by_collect_reward``.
 
-The default trainer is IQL with JaxMARL's MPE settings (``iql_jaxmarl``, the
-research's IQL was built on JaxMARL's); mopa's default IQL and MAPPO are compared.
+The default recipe is the research's (presets ``research_iql_tag_resources_random``
+and ``research_mappo_tag_resources_random``: its IQL and MAPPO, collection radius
+0.15): IQL is the headline, MAPPO compared. Profile ``mopa`` runs mopa's lighter
+recipe (radius 0.1) with IQL at JaxMARL's MPE settings (``iql_jaxmarl``) as the
+headline and mopa's default IQL and MAPPO compared.
 """
 
 from __future__ import annotations
@@ -45,11 +49,12 @@ from typing import Any
 import jax
 import numpy as np
 
+from mopa.algos.presets import check_recipe
 from mopa.core.checks import check_fields
 from mopa.envs import make
 from mopa.errors import InvalidParameterError
 from mopa.experiments import part1
-from mopa.experiments.registry import register_experiment
+from mopa.experiments.registry import recipe_field, register_experiment
 from mopa.experiments.stages import file_fingerprint
 from mopa.opponent import data as trajectory_data
 from mopa.opponent.metrics import probe_accuracy_split
@@ -65,10 +70,10 @@ ALGOS = ("iql_jaxmarl", "iql", "oa_iql", "mappo")
 class Exp4Config:
     """Exp 4: raw-trajectory placement probe with a raised collect reward."""
 
-    algo: str = "iql_jaxmarl"
-    """Trainer whose figures are the headline: ``iql_jaxmarl`` (IQL with JaxMARL's
-    MPE settings), ``iql`` (mopa's defaults), ``oa_iql`` or ``mappo``."""
-    compare: tuple[str, ...] = ("iql", "mappo")
+    algo: str = "iql"
+    """Trainer whose figures are the headline: ``iql``, ``oa_iql``, ``mappo`` or,
+    under mopa's recipe only, ``iql_jaxmarl`` (IQL with JaxMARL's MPE settings)."""
+    compare: tuple[str, ...] = ("mappo",)
     """Further trainers run and probed beside ``algo`` (reported in ``by_algo``)."""
     collect_reward: float = 20.0
     """The prey's reward per resource (the research raised it from 5 to 20)."""
@@ -92,9 +97,14 @@ class Exp4Config:
     above the dataset's are skipped)."""
     subsample_repeats: int = 40
     """Random subsets per size."""
+    recipe: str = recipe_field()
+    """Training recipe: ``research`` (presets ``research_*_tag_resources_random``,
+    the research's game with collection radius 0.15) or ``mopa``
+    (``exp4_*_random``, radius 0.1)."""
 
     def __post_init__(self):
         check_fields(self)
+        check_recipe(self.recipe)
         object.__setattr__(self, "compare", tuple(self.compare))
         object.__setattr__(
             self, "also_collect_rewards", tuple(map(float, self.also_collect_rewards))
@@ -109,6 +119,11 @@ class Exp4Config:
             if name not in ALGOS:
                 raise InvalidParameterError(
                     f"algo: unknown {name!r} (one of {', '.join(ALGOS)})"
+                )
+            if name == "iql_jaxmarl" and self.recipe != "mopa":
+                raise InvalidParameterError(
+                    "algo: iql_jaxmarl is one of mopa's alternatives; it runs with "
+                    "recipe 'mopa' only"
                 )
         if len(set((self.algo, *self.compare))) != 1 + len(self.compare):
             raise InvalidParameterError(
@@ -173,6 +188,17 @@ def run_exp4(config: Exp4Config, seeds: int | None, progress, stages) -> dict:
     }
 
 
+def train_config(name: str, config: Exp4Config, reward: float, num_seeds: int):
+    """The training config of trainer ``name`` at collect reward ``reward`` under
+    ``config``'s recipe (the random placement)."""
+    train = part1.train_config(
+        f"exp4_{name}_random", config.total_steps, num_seeds, config.recipe
+    )
+    game = dict(train.env_overrides)
+    game["collect_reward"] = float(reward)
+    return train.replace(env_overrides=tuple(game.items()))
+
+
 def _train_and_probe(
     name: str,
     config: Exp4Config,
@@ -184,12 +210,9 @@ def _train_and_probe(
 ) -> dict[str, Any]:
     """Stages ``train_NAME{suffix}``, ``data_NAME{suffix}`` and
     ``probe_NAME{suffix}`` of one trainer at collect reward ``reward``."""
-    train = part1.train_config(f"exp4_{name}_random", config.total_steps, num_seeds)
-    overrides = dict(train.env_overrides)
-    overrides["collect_reward"] = float(reward)
-    train = train.replace(env_overrides=tuple(overrides.items()))
+    train = train_config(name, config, reward, num_seeds)
+    game = dict(train.env_overrides)
     run = part1.train_stage(stages, f"train_{name}{suffix}", train, progress)
-    game = {"resource_placement": "random", "collect_reward": reward}
 
     def build(folder: Path) -> dict[str, Any]:
         dataset = part1.play_dataset(
@@ -454,7 +477,10 @@ register_experiment(
     run_exp4,
     {
         "default": Exp4Config(),
+        "mopa": Exp4Config(recipe="mopa", algo="iql_jaxmarl", compare=("iql", "mappo")),
         "quick": Exp4Config(
+            recipe="mopa",
+            algo="iql_jaxmarl",
             compare=("iql",),
             total_steps=4096,
             num_seeds=1,

@@ -4,7 +4,8 @@ its strategy, and the three preconditions of the co-training plan follow.
 Stages (each reused when its config is unchanged):
 
 1. ``train_{algo}_{placement}``: circle and corners specialists on
-   ``tag_balanced`` (presets ``exp5_{algo}_{placement}``; predators and prey
+   ``tag_balanced`` (presets ``research_{algo}_tag_balanced_{placement}``, or
+   with profile ``mopa`` ``exp5_{algo}_{placement}``; predators and prey
    co-trained on one placement only), ``num_seeds`` seeds each.
 2. ``data_{algo}``: every seed's co-trained pair plays ``chains_per_seed`` chains
    of ``episodes_per_chain`` consecutive episodes (auto-reset, 6 x 25 = 150 steps)
@@ -78,13 +79,14 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats
 
+from mopa.algos.presets import check_recipe
 from mopa.core.checks import check_fields
 from mopa.envs import make
 from mopa.envs.wrappers import AutoReset
 from mopa.errors import InvalidParameterError
 from mopa.eval.tournament import TournamentEntry, play_tournament
 from mopa.experiments import part1
-from mopa.experiments.registry import register_experiment
+from mopa.experiments.registry import recipe_field, register_experiment
 from mopa.experiments.stages import file_fingerprint
 from mopa.opponent import bc
 from mopa.opponent import data as trajectory_data
@@ -170,9 +172,14 @@ class Exp5Config:
     """Bootstrap resamples of the brittleness interval."""
     seed: int = 0
     """Base seed of data, splits, encoders, BC and tournaments."""
+    recipe: str = recipe_field()
+    """Training recipe: ``research`` (presets ``research_*_tag_balanced_*``: the
+    research's IQL and 2 x 128 MAPPO on mopa's balanced game) or ``mopa``
+    (``exp5_*``)."""
 
     def __post_init__(self):
         check_fields(self)
+        check_recipe(self.recipe)
         for name in ("algos", "lengths", "vae_hidden"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         for algo in self.algos:
@@ -216,11 +223,19 @@ class Exp5Config:
 
 
 # -- stages -------------------------------------------------------------------------
+def train_config(config: Exp5Config, algo: str, placement: str, num_seeds: int):
+    """The training config of ``algo``'s ``placement`` specialist under
+    ``config``'s recipe."""
+    return part1.train_config(
+        f"exp5_{algo}_{placement}", config.total_steps, num_seeds, config.recipe
+    )
+
+
 def _train(config, algo, num_seeds, progress, stages) -> dict[str, dict]:
     runs = {}
     for placement in PLACEMENTS:
         name = f"{algo}_{placement}"
-        train = part1.train_config(f"exp5_{name}", config.total_steps, num_seeds)
+        train = train_config(config, algo, placement, num_seeds)
         runs[name] = part1.train_stage(stages, f"train_{name}", train, progress)
     return runs
 
@@ -832,7 +847,9 @@ register_experiment(
     run_exp5,
     {
         "default": Exp5Config(),
+        "mopa": Exp5Config(recipe="mopa"),
         "quick": Exp5Config(
+            recipe="mopa",
             algos=("mappo",),
             primary_algo="mappo",
             bc_algo="mappo",

@@ -6,8 +6,9 @@ Stages (each reused when re-run with the same config, see
 :mod:`mopa.experiments.stages`):
 
 1. ``train_unaware``, ``train_oracle``, ``train_belief``: MAPPO co-training of the
-   three predator conditions, each with its own prey (presets
-   ``exp6_mappo_*``); an interrupted stage resumes its run.
+   three predator conditions, each with its own prey (the research's networks,
+   presets ``research_mappo_tag_intent_*``, or with profile ``mopa`` mopa's
+   lighter ones, ``exp6_mappo_*``); an interrupted stage resumes its run.
 2. ``encoders``: a dataset of the belief-condition prey against its predators
    (the prey the planners face in the paired protocol), then the supervised
    prefix classifier (belief (a), temperature fitted on held-out prefixes) and
@@ -79,7 +80,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mopa.algos.driver import Progress, run_training
-from mopa.algos.presets import preset
+from mopa.algos.presets import check_recipe, recipe_preset
 from mopa.core.checkpoint import read_msgpack, read_policy_file, write_msgpack
 from mopa.core.checks import check_fields
 from mopa.core.files import write_json
@@ -96,7 +97,11 @@ from mopa.experiments.intent_players import (
     classifier_logits_fn,
     jepa_logits_fn,
 )
-from mopa.experiments.registry import profile_name, register_experiment
+from mopa.experiments.registry import (
+    profile_name,
+    recipe_field,
+    register_experiment,
+)
 from mopa.opponent import bc as bc_lib
 from mopa.opponent.beliefs import (
     bayes_beliefs,
@@ -247,6 +252,11 @@ class IntentConfig:
     """Steps per game per MAPPO update."""
     train_chunks: int = 20
     """Jitted chunks per training run (progress and resumption points)."""
+    recipe: str = recipe_field()
+    """Training recipe: ``research`` (presets ``research_mappo_tag_intent_*``: actor
+    and critic of two layers of 128; the unaware predators keep mopa's critic,
+    which cannot see the prey's intent) or ``mopa`` (``exp6_mappo_*``: one layer of
+    128)."""
     data_episodes_per_seed: int = 1200
     """Episodes of each belief-condition seed's teams: the data of the encoders,
     the behaviour clones and the world models (the research's classifier read 150
@@ -316,6 +326,7 @@ class IntentConfig:
 
     def __post_init__(self):
         check_fields(self)
+        check_recipe(self.recipe)
         for name in (
             "num_seeds", "train_steps", "train_envs", "train_rollout",
             "train_chunks", "data_episodes_per_seed",
@@ -359,7 +370,9 @@ class IntentConfig:
 
 PROFILES = {
     "default": IntentConfig(),
+    "mopa": IntentConfig(recipe="mopa"),
     "quick": IntentConfig(
+        recipe="mopa",
         num_seeds=1,
         train_steps=16_384,
         train_envs=16,
@@ -379,8 +392,10 @@ PROFILES = {
         gif_size=128,
     ),
 }
-"""Profiles of ``mopa reproduce intent``: ``default`` (the issue's sizes) and
-``quick`` (tiny budgets: checks the pipeline, not the numbers)."""
+"""Profiles of ``mopa reproduce intent``: ``default`` (the issue's sizes, the
+research's networks), ``mopa`` (the same with mopa's lighter networks, the first
+figures' recipe) and ``quick`` (tiny budgets: checks the pipeline, not the
+numbers)."""
 
 
 # -- the game and the trained teams -----------------------------------------------
@@ -392,7 +407,7 @@ def intent_game() -> tuple[Any, Any]:
 
 def train_config(config: IntentConfig, condition: str, num_seeds: int):
     """The MAPPO config of one training condition at ``config``'s budget."""
-    return preset(f"exp6_mappo_{condition}").replace(
+    return recipe_preset(f"exp6_mappo_{condition}", config.recipe).replace(
         num_seeds=num_seeds,
         seed=config.seed,
         total_steps=config.train_steps,

@@ -70,6 +70,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mopa.algos.presets import check_recipe
 from mopa.core.checkpoint import read_msgpack, write_msgpack
 from mopa.core.checks import check_fields
 from mopa.core.files import write_json
@@ -95,7 +96,11 @@ from mopa.experiments.intent_players import (
     PreyModel,
 )
 from mopa.experiments.intent_population_players import EvaderPrey, PopulationPredator
-from mopa.experiments.registry import profile_name, register_experiment
+from mopa.experiments.registry import (
+    profile_name,
+    recipe_field,
+    register_experiment,
+)
 from mopa.opponent.bc import BCConfig
 from mopa.opponent.calibration import accuracy_by_step, ece_by_step
 from mopa.opponent.data import generate, load_dataset, save_dataset
@@ -160,6 +165,10 @@ class PopulationExperimentConfig:
     """Training seeds per prey condition (vmapped in one run)."""
     seed: int = 0
     """Base random seed of every stage."""
+    recipe: str = recipe_field()
+    """Training recipe of the prey and predators: ``research`` (the research's
+    MAPPO networks) or ``mopa`` (mopa's lighter ones); see
+    :class:`~mopa.experiments.intent.IntentConfig`."""
     conditions: tuple[str, ...] = ("unaware", "oracle", "belief", "belief_bonus2")
     """Prey training conditions (keys of :data:`PREY_CONDITIONS`)."""
     held_out_seeds: tuple[int, ...] = (2,)
@@ -211,6 +220,7 @@ class PopulationExperimentConfig:
 
     def __post_init__(self):
         check_fields(self)
+        check_recipe(self.recipe)
         for name in (
             "num_seeds", "train_steps", "train_envs", "train_rollout",
             "train_chunks", "data_episodes", "bc_epochs", "bc_batch_size",
@@ -282,6 +292,7 @@ class PopulationExperimentConfig:
         return IntentConfig(
             num_seeds=self.num_seeds,
             seed=self.seed,
+            recipe=self.recipe,
             train_steps=self.train_steps,
             train_envs=self.train_envs,
             train_rollout=self.train_rollout,
@@ -312,7 +323,9 @@ class PopulationExperimentConfig:
 
 PROFILES = {
     "default": PopulationExperimentConfig(),
+    "mopa": PopulationExperimentConfig(recipe="mopa"),
     "quick": PopulationExperimentConfig(
+        recipe="mopa",
         train_steps=4096,
         train_envs=8,
         train_rollout=32,
@@ -331,8 +344,9 @@ PROFILES = {
     ),
 }
 """Profiles of ``mopa experiment intent_population``: ``default`` (the issue's
-sizes: 15.5 CPU-minutes, 22 minutes' wall on the project's shared 2-core machine
-at a load of about 12; four 1.5M-step trainings take half of it, the evaluation a
+sizes on the research's networks), ``mopa`` (the same on mopa's lighter networks:
+15.5 CPU-minutes, 22 minutes' wall on the project's shared 2-core machine at a
+load of about 12; four 1.5M-step trainings take half of it, the evaluation a
 third) and ``quick`` (tiny budgets: checks the pipeline, not the numbers)."""
 
 

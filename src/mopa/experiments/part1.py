@@ -18,7 +18,7 @@ import numpy as np
 
 from mopa.algos.config import TrainConfig
 from mopa.algos.driver import run_training
-from mopa.algos.presets import preset
+from mopa.algos.presets import recipe_preset
 from mopa.core.checkpoint import read_policy_file
 from mopa.envs import make
 from mopa.errors import InvalidParameterError
@@ -34,9 +34,12 @@ RUN_FOLDER = "run"
 
 
 # -- training --------------------------------------------------------------------------
-def train_config(preset_name: str, total_steps: int, num_seeds: int) -> TrainConfig:
-    """The research's preset ``preset_name`` with the experiment's budget."""
-    config = preset(preset_name)
+def train_config(
+    preset_name: str, total_steps: int, num_seeds: int, recipe: str
+) -> TrainConfig:
+    """Experiment preset ``preset_name`` under ``recipe`` (``research`` or ``mopa``:
+    :func:`~mopa.algos.presets.recipe_preset`) with the experiment's budget."""
+    config = recipe_preset(preset_name, recipe)
     num_chunks = max(1, min(config.num_chunks, total_steps // config.steps_per_update))
     return config.replace(
         total_steps=total_steps, num_seeds=num_seeds, num_chunks=num_chunks

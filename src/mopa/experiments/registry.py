@@ -147,6 +147,19 @@ def profile_name(config: Any, profiles: Mapping[str, Any]) -> str:
     return "custom"
 
 
+ABSENT_MEANS = "absent_means"
+"""Metadata key of a config field added after folders were written without it: the
+value those folders' runs behaved as (``mopa verify`` reads a missing field so)."""
+
+
+def recipe_field() -> Any:
+    """The ``recipe`` field of a reproduction experiment's config: ``research``
+    (the default: the research's exact training settings) or ``mopa`` (mopa's
+    lighter ones; :func:`~mopa.algos.presets.recipe_preset`). Folders written
+    before the field existed ran mopa's recipe."""
+    return dataclasses.field(default="research", metadata={ABSENT_MEANS: "mopa"})
+
+
 def config_dict(config: Any) -> dict:
     """A dataclass config as a JSON-able dict (tuples become lists)."""
     return dataclasses.asdict(config)

@@ -50,7 +50,13 @@ from pathlib import Path
 from typing import Any
 
 from mopa.errors import InvalidParameterError
-from mopa.experiments.registry import config_dict, get_preset, run_experiment
+from mopa.experiments.registry import (
+    ABSENT_MEANS,
+    config_dict,
+    get_experiment,
+    get_preset,
+    run_experiment,
+)
 
 FLOAT_RTOL = 1e-5
 """Relative tolerance for floats (see the module docstring for why)."""
@@ -234,8 +240,9 @@ def recorded_run(folder: str | Path) -> RecordedRun:
     Raises:
         InvalidParameterError: the folder is missing, lacks ``config.json`` /
             ``meta.json`` / ``results.json``, records no experiment, or records a
-            config that the experiment's preset no longer has (the differing
-            field is named: rerunning the preset would verify something else).
+            config that neither its preset nor another of the experiment's has
+            any longer (the differing field is named: rerunning the preset would
+            verify something else). A preset renamed since is followed.
         UnknownNameError: the experiment or preset is not registered.
     """
     folder = Path(folder)
@@ -254,24 +261,43 @@ def recorded_run(folder: str | Path) -> RecordedRun:
     seeds = described.get("seeds")
     if seeds is not None and (isinstance(seeds, bool) or not isinstance(seeds, int)):
         raise InvalidParameterError(f"{folder / 'config.json'}: bad seeds {seeds!r}")
-    current = json.loads(
-        json.dumps(
-            config_dict(get_preset(described["experiment"], described["preset"]))
-        )
-    )
-    recorded, now = flatten(described.get("config")), flatten(current)
-    for path in sorted(set(recorded) | set(now)):
-        if recorded.get(path, "<absent>") != now.get(path, "<absent>"):
+    name, preset = described["experiment"], described["preset"]
+    recorded = described.get("config")
+    mismatch = _config_mismatch(recorded, get_preset(name, preset))
+    if mismatch is not None:
+        # The preset may have been renamed (a new default kept the old config
+        # under another name): rerun whichever preset still has this config.
+        renamed = [
+            other
+            for other, config in get_experiment(name).presets.items()
+            if other != preset and _config_mismatch(recorded, config) is None
+        ]
+        if not renamed:
+            path, was, now = mismatch
             raise InvalidParameterError(
-                f"{folder} was written with {described['experiment']}'s preset "
-                f"{described['preset']!r} at {path} = "
-                f"{recorded.get(path, '<absent>')!r}; the preset now has "
-                f"{now.get(path, '<absent>')!r}"
+                f"{folder} was written with {name}'s preset {preset!r} at {path} = "
+                f"{was!r}; the preset now has {now!r}"
             )
+        preset = renamed[0]
     sha, devices, cpu = _machine(meta)
-    return RecordedRun(
-        described["experiment"], described["preset"], seeds, sha, devices, cpu
-    )
+    return RecordedRun(name, preset, seeds, sha, devices, cpu)
+
+
+def _config_mismatch(recorded: Any, config: Any) -> tuple[str, Any, Any] | None:
+    """The first ``(path, recorded value, config's value)`` at which a recorded
+    config differs from ``config``, or ``None``. A field the recorded config lacks
+    reads as the value its metadata says folders without it ran with
+    (:data:`~mopa.experiments.registry.ABSENT_MEANS`)."""
+    recorded = dict(recorded) if isinstance(recorded, dict) else {}
+    for field in dataclasses.fields(config):
+        if field.name not in recorded and ABSENT_MEANS in field.metadata:
+            recorded[field.name] = field.metadata[ABSENT_MEANS]
+    was = flatten(recorded)
+    now = flatten(json.loads(json.dumps(config_dict(config))))
+    for path in sorted(set(was) | set(now)):
+        if was.get(path, "<absent>") != now.get(path, "<absent>"):
+            return path, was.get(path, "<absent>"), now.get(path, "<absent>")
+    return None
 
 
 def _machine(meta: Any) -> tuple[str | None, int | None, dict[str, Any] | None]:
