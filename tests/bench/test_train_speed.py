@@ -62,8 +62,27 @@ def test_a_preset_row_trains_the_preset_and_says_what_ran(tmp_path):
         argv += ["--set", field]
     assert main([*argv, "--set", "learning_starts=0", "--set", "num_chunks=1"]) == 0
     (row,) = json.loads(path.read_text())
-    assert row["preset"] == "research_iql_tag"
+    assert row["preset"] == "research_iql_tag" and row["paths"] is None
     assert (row["algo"], row["env"], row["replay"]) == ("iql", "tag", "episodes")
     assert row["hidden"] == [8, 8] and row["critic_input"] is None
     assert row["steps"] == 416  # two updates of 8 games x 26 steps
     assert row["flops_per_step"] > 0 and row["matmul_shape"][2] == 8
+
+
+def test_plain_paths_add_a_plain_row_per_mappo_row(tmp_path, capsys):
+    """``--plain-paths`` trains each MAPPO row a second time with its plain paths
+    (the side-by-side measurement of the hand-written backward pass and shuffle):
+    the same work, counted the same way."""
+    path = tmp_path / "train.json"
+    argv = ["bench", "train", "--runs", "mappo:tag", "--seeds=1", "--steps=64"]
+    argv += ["--plain-paths", "--json", str(path)]
+    for field in ("num_envs=4", "num_steps=16", "hidden=[8]", "num_chunks=1"):
+        argv += ["--set", field]
+    assert main(argv) == 0
+    fast, plain = json.loads(path.read_text())
+    assert (fast["paths"], plain["paths"]) == ("fast", "plain")
+    for key in ("algo", "env", "steps", "hidden", "flops_per_step", "matmul_shape"):
+        assert fast[key] == plain[key], key
+    assert "mappo:tag (plain)" in capsys.readouterr().out
+    meta = json.loads((tmp_path / "train.meta.json").read_text())
+    assert meta["config"]["plain_paths"] is True

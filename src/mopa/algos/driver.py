@@ -155,6 +155,7 @@ def run_training(
     progress: Callable[[Progress], None] | None = None,
     game: tuple[Any, Any] | None = None,
     on_chunk: Callable[[int, dict[str, np.ndarray]], None] | None = None,
+    make_trainer: Callable[..., Any] | None = None,
 ) -> RunResult:
     """Train ``config.num_seeds`` seeds of ``config`` to completion.
 
@@ -166,6 +167,9 @@ def run_training(
             its metrics ``{name: [seed, update]}`` (for experiment trackers).
         game: ``(env, params)`` to train on instead of ``config.env`` (no run
             folder then, since the game could not be rebuilt from it).
+        make_trainer: ``make_trainer(config, game) -> Trainer`` to use instead of
+            the config's algorithm's (a variant of it under measurement, such
+            as MAPPO's plain paths in ``mopa bench train --plain-paths``).
 
     Raises:
         CheckpointError: ``out`` holds a finished run, a run of another config or
@@ -178,7 +182,7 @@ def run_training(
     if out is not None:  # refuse a folder that cannot take this run before any work
         out = check_output_folder(out, "out")
         _check_saved_config(out, config_dict)
-    trainer = trainer_factory(config)(config, game)
+    trainer = (make_trainer or trainer_factory(config))(config, game)
     carry = jax.jit(jax.vmap(trainer.init))(seed_keys(config))
     history: dict[str, list[np.ndarray]] = {}
     timing: list[dict[str, float]] = []

@@ -22,6 +22,7 @@ ratio of the two.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +30,8 @@ import jax
 
 from mopa.algos.config import TrainConfig
 from mopa.algos.driver import Progress, run_training
+from mopa.algos.mappo.config import PPO_ALGOS
+from mopa.algos.mappo.train import make_trainer as mappo_trainer
 from mopa.algos.presets import preset
 from mopa.algos.registry import make_config, trainer_factory
 from mopa.algos.trainer import seed_keys
@@ -69,6 +72,7 @@ def bench_train(
     steps: int = 2_000_000,
     progress: Callable[[dict[str, Any]], None] | None = None,
     matmul_repeats: int = 5,
+    plain_paths: bool = False,
     **fields: Any,
 ) -> list[dict[str, Any]]:
     """Train every row of ``runs`` (:data:`Run`) for ``steps`` per seed.
@@ -76,6 +80,9 @@ def bench_train(
     Args:
         progress: called with each row once it is complete.
         matmul_repeats: timed repeats of the reference matmul (median taken).
+        plain_paths: also train each MAPPO row with its plain paths (autodiff
+            through Flax's actor, ``jax.random.permutation``; the same numbers),
+            right after the fast one, as a second row: what the fast paths pay.
         **fields: config fields set on every run (e.g. ``hidden=(64,)``).
 
     Returns:
@@ -84,6 +91,8 @@ def bench_train(
         "gflop_s", "matmul_shape", "matmul_gflop_s", "matmul_fraction"}``:
 
         * ``preset`` is the row's preset name, or None for an algorithm's default;
+        * ``paths`` is ``fast`` or ``plain`` for MAPPO (see ``plain_paths``),
+          None otherwise;
         * ``hidden``, ``critic_input`` (MAPPO) and ``replay`` (IQL) say what
           networks and recipe ran;
         * ``steps`` is per seed (whole updates only); ``devices`` is how many
@@ -104,16 +113,28 @@ def bench_train(
     configs = [  # every config is checked before the first run trains
         run_config(run, seeds, steps, **fields) for run in runs
     ]
-    rows = []
+    jobs = []
     for run, config in zip(runs, configs, strict=True):
+        if config.algo in PPO_ALGOS:
+            jobs.append((run, config, "fast"))
+            if plain_paths:
+                jobs.append((run, config, "plain"))
+        else:
+            jobs.append((run, config, None))
+    rows = []
+    for run, config, paths in jobs:
         chunks: list[Progress] = []
-        result = run_training(config, progress=chunks.append)
+        make_trainer = None
+        if paths == "plain":
+            make_trainer = functools.partial(mappo_trainer, fast_paths=False)
+        result = run_training(config, progress=chunks.append, make_trainer=make_trainer)
         done = config.num_updates * config.steps_per_update
         train_s = _chunks_seconds(chunks, config)
         flops_per_step, layer = _update_cost(config)
         gflop_s = flops_per_step * seeds * done / train_s / 1e9
         row = {
             "preset": run if isinstance(run, str) else None,
+            "paths": paths,
             "algo": config.algo,
             "env": config.env,
             "seeds": seeds,

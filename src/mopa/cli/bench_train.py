@@ -39,6 +39,13 @@ def add_parser(kinds: argparse._SubParsersAction) -> None:
         metavar="FIELD=VALUE",
         help="set a config field of every run (JSON values), e.g. --set hidden=[64]",
     )
+    train.add_argument(
+        "--plain-paths",
+        action="store_true",
+        help="also train each MAPPO row with its plain paths (autodiff through "
+        "Flax's actor, jax.random.permutation), right after the fast one: what "
+        "the hand-written backward pass and shuffle pay",
+    )
     train.set_defaults(run=run)
 
 
@@ -85,8 +92,11 @@ def run(args: argparse.Namespace) -> int:
             shape = "x".join(map(str, row["matmul_shape"]))
             limit = f"{row['matmul_gflop_s']:.1f}"
             fraction = f"{row['matmul_fraction']:.3f}"
+        name = row["preset"] or row["algo"] + ":" + row["env"]
+        if row["paths"] == "plain":
+            name += " (plain)"
         print(
-            f"{row['preset'] or row['algo'] + ':' + row['env']:34s} "
+            f"{name:34s} "
             f"{'x'.join(map(str, row['hidden'])):>8s} {row['seeds']:5d} "
             f"{row['steps']:9d} "
             f"{row['wall_s']:7.1f} {row['compile_s']:9.1f} {row['steps_per_s']:9.0f} "
@@ -99,7 +109,12 @@ def run(args: argparse.Namespace) -> int:
 
     fields = {name: _value(value) for name, value in _pairs(args.set, "--set")}
     rows = bench_train(
-        runs, seeds=args.seeds, steps=int(args.steps), progress=show, **fields
+        runs,
+        seeds=args.seeds,
+        steps=int(args.steps),
+        progress=show,
+        plain_paths=args.plain_paths,
+        **fields,
     )
     if args.json:
         config = {
@@ -107,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
             "seeds": args.seeds,
             "steps": int(args.steps),
             "set": fields,
+            "plain_paths": args.plain_paths,
         }
         write_benchmark(args, rows, config)
     return 0

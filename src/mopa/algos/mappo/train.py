@@ -31,7 +31,7 @@ from mopa.algos.common import EnvCarry, env_step, episode_metrics, reset_envs, s
 from mopa.algos.mappo.config import MAPPOConfig
 from mopa.algos.trainer import Trainer, scan_train
 from mopa.core.returns import compute_gae
-from mopa.models import Critic
+from mopa.models import Actor, Critic
 from mopa.models.networks import ACTIVATIONS
 from mopa.policy import PolicySpec, agent_inputs, init_params, sample_categorical
 
@@ -117,6 +117,16 @@ def actor_logits(params: Any, x: jax.Array, activation: str) -> jax.Array:
     return _dense(x, layers["Dense_0"]["kernel"], layers["Dense_0"]["bias"])
 
 
+def plain_actor_logits(params: Any, x: jax.Array, activation: str) -> jax.Array:
+    """:func:`actor_logits` the plain way: ``Actor.apply`` differentiated by
+    autodiff (the reference the fast path is tested and measured against)."""
+    layers = params["params"]
+    trunk = layers["Trunk_0"]
+    hidden = tuple(trunk[f"Dense_{i}"]["kernel"].shape[1] for i in range(len(trunk)))
+    num_actions = layers["Dense_0"]["kernel"].shape[1]
+    return Actor(num_actions, hidden, activation).apply(params, x)
+
+
 def all_observations(obs: tuple) -> jax.Array:
     """Every agent's observation in one row per game: ``[..., sum_t A_t D_t]`` from
     per-team ``[..., A_t, D_t]``, teams and agents in order."""
@@ -184,12 +194,20 @@ class Batch(NamedTuple):
     targets: jax.Array  # [S, A]
 
 
-def make_trainer(config: MAPPOConfig, game: tuple[Any, Any] | None = None) -> Trainer:
+def make_trainer(
+    config: MAPPOConfig, game: tuple[Any, Any] | None = None, fast_paths: bool = True
+) -> Trainer:
     """MAPPO / IPPO for ``config``; see the module docstring.
 
     Args:
         game: ``(env, params)`` to train on instead of ``config.env``.
+        fast_paths: the actor's hand-written backward pass (:func:`actor_logits`)
+            and the faster minibatch shuffle (:func:`permutation`); ``False``
+            takes the plain paths (:func:`plain_actor_logits`,
+            ``jax.random.permutation``), which give the same numbers bit for bit.
     """
+    logits_fn = actor_logits if fast_paths else plain_actor_logits
+    shuffle = permutation if fast_paths else jax.random.permutation
     run = setup_run(config, game)
     base_env, env, env_params, infos = run[:4]
     num_teams = len(infos)
@@ -270,7 +288,7 @@ def make_trainer(config: MAPPOConfig, game: tuple[Any, Any] | None = None) -> Tr
         return PPOCarry(learners, env_carry, jnp.zeros((), jnp.int32), key_run)
 
     def loss_fn(t, actor_params, critic_params, batch: Batch):
-        logits = actor_logits(
+        logits = logits_fn(
             actor_params, agent_inputs(specs[t], batch.obs), config.activation
         )
         log_softmax = jax.nn.log_softmax(logits)
@@ -357,7 +375,7 @@ def make_trainer(config: MAPPOConfig, game: tuple[Any, Any] | None = None) -> Tr
             return learner, stats
 
         def epoch(learner, key):
-            order = permutation(key, config.steps_per_update)
+            order = shuffle(key, config.steps_per_update)
             minibatches = jax.tree.map(
                 lambda x: x[order].reshape(
                     config.num_minibatches, config.minibatch_size, *x.shape[1:]
@@ -404,6 +422,9 @@ def make_trainer(config: MAPPOConfig, game: tuple[Any, Any] | None = None) -> Tr
     return Trainer(config, init, update, policies, base_env.team_names)
 
 
-def make_train(config: MAPPOConfig, game: tuple[Any, Any] | None = None):
-    """``train(key) -> TrainOutput`` for the whole run (jit and vmap it)."""
-    return scan_train(make_trainer(config, game))
+def make_train(
+    config: MAPPOConfig, game: tuple[Any, Any] | None = None, fast_paths: bool = True
+):
+    """``train(key) -> TrainOutput`` for the whole run (jit and vmap it);
+    ``fast_paths`` as in :func:`make_trainer`."""
+    return scan_train(make_trainer(config, game, fast_paths))
