@@ -90,11 +90,10 @@ from mopa.envs.pursuit import INTENT_CORNERS, NUM_ACTIONS, PREDATOR, PREY
 from mopa.errors import InvalidParameterError
 from mopa.eval.tournament import TournamentEntry, broadcast_seeds, play_tournament
 from mopa.experiments.intent_players import (
-    FEEDS,
     IntentPredator,
-    IntentPredatorParams,
     PreyModel,
     classifier_logits_fn,
+    intent_predator_params,
     jepa_logits_fn,
 )
 from mopa.experiments.registry import (
@@ -133,9 +132,7 @@ from mopa.opponent.encoders import (
 )
 from mopa.planning import (
     IntentConditionedModel,
-    IntentModelParams,
     LookaheadConfig,
-    LookaheadParams,
     LookaheadPlayer,
     MCTSConfig,
     MCTSPlayer,
@@ -1045,37 +1042,20 @@ def build_entries(
         prey_model=PreyModel(prey_spec, greedy),
         **common,
     )
-    uniform = jnp.full((K,), 1.0 / K)
 
     def entry_params(policy_params, source, feed, prey_params, planner_opponent=None):
         """``prey_params``: the Bayes source's prey model (``[S]``-stacked);
         ``planner_opponent``: the planner's rollout prey, if it plans."""
-        shared = broadcast_seeds(
-            dict(
-                env_params=params,
-                classifier_params=c_params,
-                classifier_temperature=jnp.float32(encoders["classifier_temperature"]),
-                jepa_params=j_params,
-                jepa_temperature=jnp.float32(encoders["jepa_temperature"]),
-                source=jnp.int32(BELIEF_SOURCES.index(source)),
-                feed=jnp.int32(FEEDS.index(feed)),
-            ),
+        return intent_predator_params(
+            params,
             S,
-        )
-        planner_params: Any = ()
-        if planner_opponent is not None:
-            planner_params = LookaheadParams(
-                env_params=shared["env_params"],
-                own_params=policy_params,
-                opponent_params=IntentModelParams(
-                    policy_params=planner_opponent, belief=broadcast_seeds(uniform, S)
-                ),
-            )
-        return IntentPredatorParams(
-            policy_params=policy_params,
-            planner_params=planner_params,
+            policy_params,
+            source=BELIEF_SOURCES.index(source),
+            feed=feed,
             bayes_params=prey_params,
-            **shared,
+            planner_opponent=planner_opponent,
+            classifier=(c_params, encoders["classifier_temperature"]),
+            jepa=(j_params, encoders["jepa_temperature"]),
         )
 
     # Each predator models the prey it was co-trained with (its seed's); the

@@ -44,6 +44,7 @@ from jax.flatten_util import ravel_pytree
 
 from mopa.envs.pursuit import INTENT_CORNERS, NUM_ACTIONS, PursuitEnv
 from mopa.errors import InvalidParameterError
+from mopa.eval.tournament import broadcast_seeds
 from mopa.opponent.beliefs import (
     BayesBeliefState,
     PrefixBeliefState,
@@ -55,7 +56,12 @@ from mopa.opponent.beliefs import (
 )
 from mopa.opponent.encoders import ClassifierConfig, JEPAConfig, predict_arrival
 from mopa.opponent.representations import occupancy, recent_positions
-from mopa.planning import LookaheadPlayer, MCTSPlayer
+from mopa.planning import (
+    IntentModelParams,
+    LookaheadParams,
+    LookaheadPlayer,
+    MCTSPlayer,
+)
 from mopa.planning.opponents import greedy_logits
 from mopa.policy import PolicySpec, agent_inputs, make_act_fn
 
@@ -92,6 +98,69 @@ class IntentPredatorParams:
     """``[]`` int32 index into the player's ``sources``."""
     feed: jax.Array
     """``[]`` int32 index into :data:`FEEDS`."""
+
+
+def intent_predator_params(
+    env_params: Any,
+    num_seeds: int,
+    policy_params: Any,
+    *,
+    source: int,
+    feed: str,
+    bayes_params: Any = (),
+    planner_opponent: Any = None,
+    classifier: tuple[Any, float] = ((), 1.0),
+    jepa: tuple[Any, float] = ((), 1.0),
+) -> IntentPredatorParams:
+    """The params of an :class:`IntentPredator` in a tournament of ``num_seeds``
+    seeds.
+
+    Args:
+        env_params: the game's parameters (broadcast to every seed).
+        num_seeds: ``S``.
+        policy_params: the predator policy's ``[S]``-stacked weights.
+        source: index of the belief source in the player's ``sources``.
+        feed: one of :data:`FEEDS`.
+        bayes_params: the Bayes source's prey model, ``[S]``-stacked (``()``
+            without one).
+        planner_opponent: the planner's rollout prey, ``[S]``-stacked, when the
+            player plans (its belief starts uniform; the player sets it each
+            step); ``None`` otherwise.
+        classifier: ``(weights, temperature)`` of the prefix classifier, one set
+            given to every seed (``()`` without one).
+        jepa: ``(weights, temperature)`` of the JEPA and its readout, likewise.
+    """
+    if feed not in FEEDS:
+        raise InvalidParameterError(f"feed must be one of {FEEDS}, got {feed!r}")
+    K = len(INTENT_CORNERS)
+    shared = broadcast_seeds(
+        dict(
+            env_params=env_params,
+            classifier_params=classifier[0],
+            classifier_temperature=jnp.float32(classifier[1]),
+            jepa_params=jepa[0],
+            jepa_temperature=jnp.float32(jepa[1]),
+            source=jnp.int32(source),
+            feed=jnp.int32(FEEDS.index(feed)),
+        ),
+        num_seeds,
+    )
+    planner_params: Any = ()
+    if planner_opponent is not None:
+        planner_params = LookaheadParams(
+            env_params=shared["env_params"],
+            own_params=policy_params,
+            opponent_params=IntentModelParams(
+                policy_params=planner_opponent,
+                belief=broadcast_seeds(jnp.full((K,), 1.0 / K), num_seeds),
+            ),
+        )
+    return IntentPredatorParams(
+        policy_params=policy_params,
+        planner_params=planner_params,
+        bayes_params=bayes_params,
+        **shared,
+    )
 
 
 class BeliefCarry(NamedTuple):

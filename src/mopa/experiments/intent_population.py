@@ -90,10 +90,9 @@ from mopa.experiments.intent import (
     tree_search_planner,
 )
 from mopa.experiments.intent_players import (
-    FEEDS,
     IntentPredator,
-    IntentPredatorParams,
     PreyModel,
+    intent_predator_params,
 )
 from mopa.experiments.intent_population_players import EvaderPrey, PopulationPredator
 from mopa.experiments.registry import (
@@ -119,7 +118,6 @@ from mopa.opponent.population import (
     reset_intent,
 )
 from mopa.planning import (
-    IntentModelParams,
     LookaheadParams,
     PopulationModelParams,
     PopulationOpponentModel,
@@ -572,33 +570,14 @@ def build_rows(config, teams: dict, clones: Any) -> dict:
     )
 
     def intent_params(policy_params, source, feed, bayes_params=(), rollout_prey=None):
-        shared = broadcast_seeds(
-            dict(
-                env_params=params,
-                classifier_params=(),
-                classifier_temperature=jnp.float32(1.0),
-                jepa_params=(),
-                jepa_temperature=jnp.float32(1.0),
-                source=jnp.int32(_SOURCES.index(source)),
-                feed=jnp.int32(FEEDS.index(feed)),
-            ),
+        return intent_predator_params(
+            params,
             S,
-        )
-        planner_params: Any = ()
-        if rollout_prey is not None:
-            planner_params = LookaheadParams(
-                env_params=shared["env_params"],
-                own_params=policy_params,
-                opponent_params=IntentModelParams(
-                    policy_params=rollout_prey,
-                    belief=broadcast_seeds(jnp.full((K,), 1.0 / K), S),
-                ),
-            )
-        return IntentPredatorParams(
-            policy_params=policy_params,
-            planner_params=planner_params,
+            policy_params,
+            source=_SOURCES.index(source),
+            feed=feed,
             bayes_params=bayes_params,
-            **shared,
+            planner_opponent=rollout_prey,
         )
 
     pop_config = config.population_config()
