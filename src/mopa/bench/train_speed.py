@@ -114,15 +114,16 @@ def bench_train(
         run_config(run, seeds, steps, **fields) for run in runs
     ]
     jobs = []
-    for run, config in zip(runs, configs, strict=True):
+    for i, (run, config) in enumerate(zip(runs, configs, strict=True)):
         if config.algo in PPO_ALGOS:
-            jobs.append((run, config, "fast"))
+            jobs.append((i, run, config, "fast"))
             if plain_paths:
-                jobs.append((run, config, "plain"))
+                jobs.append((i, run, config, "plain"))
         else:
-            jobs.append((run, config, None))
+            jobs.append((i, run, config, None))
     rows = []
-    for run, config, paths in jobs:
+    costs = {}  # a row's two paths do the same work: its cost is counted once
+    for i, run, config, paths in jobs:
         chunks: list[Progress] = []
         make_trainer = None
         if paths == "plain":
@@ -130,7 +131,9 @@ def bench_train(
         result = run_training(config, progress=chunks.append, make_trainer=make_trainer)
         done = config.num_updates * config.steps_per_update
         train_s = _chunks_seconds(chunks, config)
-        flops_per_step, layer = _update_cost(config)
+        if i not in costs:
+            costs[i] = _update_cost(config)
+        flops_per_step, layer = costs[i]
         gflop_s = flops_per_step * seeds * done / train_s / 1e9
         row = {
             "preset": run if isinstance(run, str) else None,
