@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from mopa.envs import make
 from mopa.experiments import run_experiment
 from mopa.experiments.exp2 import (
     VARIANTS,
@@ -16,6 +17,7 @@ from mopa.experiments.exp2 import (
     bootstrap_mean,
     episode_angular_steps,
 )
+from mopa.opponent.data import load_dataset
 
 
 def _circle(centre, radius, omega, num_steps, phase=0.0):
@@ -120,3 +122,23 @@ def test_quick_run_writes_files_and_schema(quick_run):
     assert results["vae"]["num_train"] + results["vae"]["num_test"] == 36
     text = (quick_run / "results.md").read_text()
     assert "VAE ARI against the variant" in text and "-0.0108" in text
+
+
+def test_captures_count_the_predators_catches_in_the_episodes(quick_run):
+    results = json.loads((quick_run / "results.json").read_text())
+    captures = results["captures_per_episode"]
+    dataset = load_dataset(quick_run / "stages" / "data" / "dataset.npz")
+    rewards = dataset.episodes("rewards.predator")  # [N, T, P]
+    # Every predator is paid the same, a whole number of capture rewards.
+    np.testing.assert_array_equal(rewards, rewards[..., :1].repeat(3, -1))
+    per_episode = rewards[:, :, 0].sum(1) / make("tag_static")[1].capture_reward
+    np.testing.assert_allclose(per_episode, np.round(per_episode), atol=1e-4)
+    variant = dataset.episode_labels("policy_id")
+    for index, name in enumerate(VARIANTS):
+        mean = captures["mean"][name]
+        assert mean == pytest.approx(per_episode[variant == index].mean())
+        low, high = captures["ci95"][name]
+        assert 0.0 <= low <= mean <= high
+        assert captures["by_seed"][name] == [pytest.approx(mean)]
+    text = (quick_run / "results.md").read_text()
+    assert "predators' captures per episode" in text and "| 2.8 |" in text

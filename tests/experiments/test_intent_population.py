@@ -119,7 +119,7 @@ def test_quick_run_writes_the_files_and_the_schema(quick_run, results):
     for value in (ll["population"], ll["best_single_clone"]):
         assert -np.log(5 / QUICK.bayes_epsilon) <= value < 0
     assert ll["best_single_clone"] == max(ll["per_clone"].values())
-    assert ll["best_clone"] in split["fitting"]
+    assert ll["best_clone"] in results["clones"]["members"]
     adaptation = results["adaptation"]
     assert set(adaptation["per_prey"]) == {*split["held_out"], *OUT_OF_FAMILY}
     held = adaptation["held_out"]
@@ -131,7 +131,7 @@ def test_quick_run_writes_the_files_and_the_schema(quick_run, results):
         assert len(summary["none_fits_by_step_first_episode"]) == 25
         assert all(0.0 <= p <= 1.0 for p in summary["none_fits_by_episode_end"])
         # The largest of M member probabilities is at least 1 / M.
-        members = len(split["fitting"])
+        members = len(results["clones"]["members"])
         assert all(
             1 / members - 1e-6 <= p <= 1.0 + 1e-6
             for p in summary["top_member_by_episode_end"]
@@ -157,9 +157,12 @@ def test_the_split_is_fixed_and_nothing_fitted_sees_a_held_out_prey(
     # The predators evaluated are of seeds none of whose prey is held out.
     held_seeds = {int(n.rsplit("_s", 1)[1]) for n in split["held_out"]}
     assert not held_seeds & set(split["predator_seeds"])
-    # The clones are the fitting set's, one each, and fitting reads no held-out
-    # data: it runs on a folder holding only the fitting set's datasets.
-    assert results["clones"]["members"] == split["fitting"]
+    # The clones are the fitting set's, one each, and the pooled one of all of
+    # them; fitting reads no held-out data: it runs on a folder holding only the
+    # fitting set's datasets.
+    assert results["clones"]["members"] == [*split["fitting"], "pooled"]
+    examples = results["clones"]["examples_per_member"]
+    assert examples[-1] == sum(examples[:-1])
     data = tmp_path / "data"
     data.mkdir()
     for name in split["fitting"]:
@@ -167,7 +170,7 @@ def test_the_split_is_fixed_and_nothing_fitted_sees_a_held_out_prey(
     out = tmp_path / "population"
     out.mkdir()
     refit = _population(QUICK, data, out)
-    assert refit["members"] == split["fitting"]
+    assert refit["members"] == [*split["fitting"], "pooled"]
     assert refit["final_loss"] == pytest.approx(results["clones"]["final_loss"])
 
 

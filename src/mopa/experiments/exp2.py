@@ -40,6 +40,7 @@ import numpy as np
 
 from mopa.algos.presets import check_recipe
 from mopa.core.checks import check_fields
+from mopa.envs import make
 from mopa.errors import InvalidParameterError
 from mopa.experiments import part1
 from mopa.experiments.registry import recipe_field, register_experiment
@@ -58,10 +59,11 @@ RESEARCH = {
     "std_dangle": {"baseline": 0.36, "cw": 0.37, "ccw": 0.36},
     "vae_ari_max": 0.03,
     "prey_ari": 0.008,
+    "captures_per_episode": {"baseline": 2.2, "cw": 2.8, "ccw": 2.6},
 }
 """The research's Exp 2 figures (README): mean and spread of the prey's angular
 step (rad/step) per variant; the prey VAE's ARI against the policy (predators' at
-most 0.025)."""
+most 0.025); the predators' captures per episode."""
 
 HISTOGRAM_RANGE = 0.6
 """Angular-step histograms of the report span ``[-0.6, 0.6]`` rad."""
@@ -393,6 +395,31 @@ def _encode(config, data_path, stages) -> dict[str, Any]:
     return stages.run("vae", described, run)
 
 
+def predator_captures(config: Exp2Config, data_path: str, runs: dict) -> dict:
+    """Captures per episode of each variant's greedy co-trained predators in the
+    dataset's episodes: the mean, its 95% bootstrap interval (episodes resampled
+    within seeds) and each seed's mean. Every predator is paid the game's
+    ``capture_reward`` per predator-prey overlap, so a predator's reward over the
+    episode divided by it counts the captures."""
+    dataset = trajectory_data.load_dataset(data_path)
+    variant = dataset.episode_labels("policy_id")
+    seed = dataset.episode_labels("seed_index")
+    rewards = dataset.episodes("rewards.predator")[:, :, 0].sum(1)  # [N]
+    out: dict[str, dict] = {"mean": {}, "ci95": {}, "by_seed": {}}
+    for index, name in enumerate(VARIANTS):
+        reward = make(ENV, **runs[name]["env_overrides"])[1].capture_reward
+        rows = variant == index
+        captures = rewards[rows] / float(reward)
+        out["mean"][name] = float(captures.mean())
+        out["ci95"][name] = bootstrap_mean(
+            captures, seed[rows], config.bootstrap, config.seed + index
+        )
+        out["by_seed"][name] = [
+            float(captures[seed[rows] == s].mean()) for s in np.unique(seed[rows])
+        ]
+    return out
+
+
 def run_exp2(config: Exp2Config, seeds: int | None, progress, stages) -> dict:
     """Run Exp 2; see the module docstring for the stages and the figures."""
     num_seeds = config.num_seeds if seeds is None else seeds
@@ -400,13 +427,16 @@ def run_exp2(config: Exp2Config, seeds: int | None, progress, stages) -> dict:
     data_path = _dataset(config, num_seeds, runs, stages)
     mined = _mine(config, data_path, stages)
     encoded = _encode(config, data_path, stages)
+    captures = predator_captures(config, data_path, runs)
     progress(
         "mean angular step "
         + ", ".join(f"{k} {v:+.4f}" for k, v in mined["mean_dangle"].items())
-        + f"; VAE ARI {encoded['vae_ari']['mean']:.3f}"
+        + f"; VAE ARI {encoded['vae_ari']['mean']:.3f}; captures per episode "
+        + ", ".join(f"{k} {v:.2f}" for k, v in captures["mean"].items())
     )
     return {
         **mined,
+        "captures_per_episode": captures,
         "vae_ari": encoded["vae_ari"]["mean"],
         "vae_ari_std": encoded["vae_ari"]["std"],
         "vae": encoded,
@@ -443,6 +473,20 @@ def markdown_exp2(results: dict) -> str:
             f"| {r['mean_dangle_centre'][name]:+.4f} [{c_low:+.4f}, {c_high:+.4f}] "
             f"| {research['mean_dangle'][name]:+.4f} |"
         )
+    captures = r["captures_per_episode"]
+    lines += [
+        "",
+        "| variant | predators' captures per episode [95% CI] | per-seed means "
+        "| research |",
+        "|---|---|---|---|",
+    ]
+    for name in VARIANTS:
+        low, high = captures["ci95"][name]
+        seeds = ", ".join(f"{v:.2f}" for v in captures["by_seed"][name])
+        lines.append(
+            f"| {name} | {captures['mean'][name]:.2f} [{low:.2f}, {high:.2f}] "
+            f"| {seeds} | {research['captures_per_episode'][name]:.1f} |"
+        )
     vae = r["vae"]
     lines += [
         "",
@@ -459,7 +503,8 @@ def markdown_exp2(results: dict) -> str:
         "",
         "Angular steps are the prey's, around the obstacle nearest it before the "
         "step (positive: counter-clockwise); intervals are 95% percentile "
-        "bootstraps over episodes within seeds. VAE figures are means +- std over "
+        "bootstraps over episodes within seeds. Captures are the greedy "
+        "co-trained predators' in the same episodes. VAE figures are means +- std over "
         f"encoder seeds, on {vae['num_test']} held-out episodes.",
         "",
     ]

@@ -20,8 +20,9 @@ re-run with the same config, see :mod:`mopa.experiments.stages`):
    training game), ``data_episodes`` episodes each.
 3. ``population``: the **population model**, a clone library
    (:func:`~mopa.opponent.population.fit_population`), one intent-conditioned
-   clone per fitting-set prey, fitted on the fitting set's data only (the prey's
-   intent one-hot cut off its observation).
+   clone per fitting-set prey and (``pooled_member``) one more of the whole
+   fitting set's data pooled, the family's average; fitted on the fitting set's
+   data only (the prey's intent one-hot cut off its observation).
 4. ``belief``: on the held-out prey's data, the intent marginal of the joint
    (intent, member) belief by step (accuracy, ECE), and the held-out
    log-likelihood of the moves under the population's Bayes predictive against
@@ -96,6 +97,7 @@ from mopa.experiments.intent_players import (
 )
 from mopa.experiments.intent_population_players import EvaderPrey, PopulationPredator
 from mopa.experiments.registry import (
+    ABSENT_MEANS,
     profile_name,
     recipe_field,
     register_experiment,
@@ -189,6 +191,12 @@ class PopulationExperimentConfig:
     """Hidden widths of every clone."""
     bc_batch_size: int = 256
     """Examples per minibatch of every clone."""
+    pooled_member: bool = dataclasses.field(
+        default=True, metadata={ABSENT_MEANS: False}
+    )
+    """Add the family's average member to the library: one more clone, fitted on
+    the whole fitting set's data pooled
+    (:attr:`~mopa.opponent.population.PopulationConfig.pooled_member`)."""
     bayes_epsilon: float = 0.05
     """Likelihood floor of every Bayes update (own-seed, true-model, population)."""
     fallback_prior: float = 0.01
@@ -284,6 +292,12 @@ class PopulationExperimentConfig:
     def held_out_prey(self) -> list[str]:
         return self.prey_names(tuple(sorted(self.held_out_seeds)))
 
+    @property
+    def member_names(self) -> list[str]:
+        """The clone library's members in order: the fitting-set prey, then
+        ``pooled`` (the family's average) when there is one."""
+        return self.fitting_prey + (["pooled"] if self.pooled_member else [])
+
     def intent_config(self) -> IntentConfig:
         """The Exp 6 config with this experiment's training and planner sizes (for
         :mod:`mopa.experiments.intent`'s training and planner builders)."""
@@ -316,6 +330,7 @@ class PopulationExperimentConfig:
             ),
             num_intents=K,
             drop_obs_tail=K,
+            pooled_member=self.pooled_member,
         )
 
 
@@ -415,9 +430,10 @@ def _population(config, data_folder: Path, folder: Path) -> dict:
         folder / "clones.msgpack",
         {"format": POPULATION_FORMAT, "version": 1, "params": jax.device_get(clones)},
     )
+    examples = [int(len(m.actions)) for m in members]
     return {
-        "members": config.fitting_prey,
-        "examples_per_member": [int(len(m.actions)) for m in members],
+        "members": config.member_names,
+        "examples_per_member": examples + [sum(examples)] * config.pooled_member,
         "final_loss": [float(np.asarray(m.loss)[-1]) for m in metrics],
         "final_accuracy": [float(np.asarray(m.accuracy)[-1]) for m in metrics],
     }
@@ -507,9 +523,9 @@ def _belief(config, clone_folder: Path, data_folder: Path, folder: Path) -> dict
         "log_likelihood_per_move": {
             "population": sum(population_ll.values()) / total_moves,
             "best_single_clone": float(per_clone[best]),
-            "best_clone": config.fitting_prey[best],
+            "best_clone": config.member_names[best],
             "per_clone": dict(
-                zip(config.fitting_prey, per_clone.tolist(), strict=True)
+                zip(config.member_names, per_clone.tolist(), strict=True)
             ),
             "uniform": float(-np.log(NUM_ACTIONS)),
             "per_prey": {

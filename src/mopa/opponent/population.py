@@ -14,6 +14,13 @@ opponent's intent ``g`` as ``z = onehot(g)``::
 ``K = 1`` is an intent-free family. The ``M`` clones share one architecture; their
 weights are stacked on a leading ``[M]`` axis, so :func:`population_logits` gives
 every ``(intent, member)`` in one vmapped call, ``[..., K, M, A]``.
+
+**The family's average member** (``pooled_member``): one more clone, last in the
+library, fitted on every member's examples pooled. A member clone describes its
+own opponent closely and a new opponent of the same family poorly (each policy
+has its own habits); the pooled clone describes what the family's policies share,
+so it predicts a new one's moves better than any single member does and gives the
+belief a hypothesis that fits an unseen member of the family.
 :func:`fit_population` trains them from one :class:`MemberData` per opponent
 (:func:`member_data` reads it from a :class:`~mopa.opponent.data.TrajectoryDataset`).
 
@@ -140,6 +147,10 @@ class PopulationConfig:
     drop_obs_tail: int = 0
     """Trailing observation entries the clones never read (the ``tag_intent``
     prey's intent one-hot: the model must not read the answer off its input)."""
+    pooled_member: bool = False
+    """Add the family's average member: one more clone, last in the library,
+    fitted on every member's examples pooled (``M`` opponents give ``M + 1``
+    members)."""
 
     def __post_init__(self):
         check_fields(self)  # also builds ``clone`` from a mapping (JSON)
@@ -209,7 +220,9 @@ def fit_population(
     Member ``m`` is :func:`mopa.opponent.bc.make_train`'s ``train(split(key, M)[m],
     obs, actions, onehot(intents))`` on its own data (observations without the
     ``drop_obs_tail`` entries). Members with equally many examples train in one
-    vmapped call; otherwise one after the other (one compilation per size).
+    vmapped call; otherwise one after the other (one compilation per size). With
+    ``config.pooled_member`` the library's last member is ``train(fold_in(key, M),
+    ...)`` on every member's examples concatenated (the first ``M`` are unchanged).
 
     Args:
         key: PRNG key.
@@ -218,8 +231,9 @@ def fit_population(
             [N_m]``, ``intents [N_m]`` (``D`` shared).
 
     Returns:
-        ``(params, metrics)``: the clones' weights with leaves ``[M, ...]`` and each
-        member's :class:`~mopa.opponent.bc.BCMetrics`.
+        ``(params, metrics)``: the clones' weights with leaves ``[M, ...]`` (``[M +
+        1, ...]`` with the pooled member) and each member's
+        :class:`~mopa.opponent.bc.BCMetrics`.
     """
     if len(members) == 0:
         raise InvalidParameterError(
@@ -236,11 +250,15 @@ def fit_population(
     if len({obs.shape[0] for obs, _, _ in inputs}) == 1:
         stacked = [jnp.stack(column) for column in zip(*inputs, strict=True)]
         params, metrics = train_many(keys, *stacked)
-        per_member = tuple(
-            jax.tree.map(lambda x, m=m: x[m], metrics) for m in range(len(inputs))
-        )
-        return params, per_member
-    fits = [train(k, *arrays) for k, arrays in zip(keys, inputs, strict=True)]
+        fits = [
+            jax.tree.map(lambda x, m=m: x[m], (params, metrics))
+            for m in range(len(inputs))
+        ]
+    else:
+        fits = [train(k, *arrays) for k, arrays in zip(keys, inputs, strict=True)]
+    if config.pooled_member:
+        pooled = [np.concatenate(column) for column in zip(*inputs, strict=True)]
+        fits.append(train(jax.random.fold_in(key, len(inputs)), *pooled))
     params = jax.tree.map(lambda *xs: jnp.stack(xs), *[p for p, _ in fits])
     return params, tuple(metrics for _, metrics in fits)
 
