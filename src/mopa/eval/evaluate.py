@@ -20,6 +20,7 @@ import numpy as np
 
 from mopa.envs.base import Env, episode_sum_keys
 from mopa.errors import InvalidParameterError
+from mopa.eval.intervals import half_width
 from mopa.players import Player, PolicyPlayer, act_all, initial_player_carry
 from mopa.policy import PolicySpec
 
@@ -165,6 +166,6 @@ def _stats(values: np.ndarray) -> dict[str, Any]:
     n = len(values)
     return {
         "mean": float(values.mean()),
-        "ci95": float(1.96 * values.std(ddof=1) / np.sqrt(n)) if n > 1 else None,
+        "ci95": float(half_width(values)) if n > 1 else None,
         "per_episode": values.tolist(),
     }

@@ -41,6 +41,7 @@ from mopa.core.devices import dividing_devices
 from mopa.envs.base import Env, episode_sum_keys
 from mopa.errors import InvalidParameterError
 from mopa.eval.evaluate import EpisodeTotals, episode_horizon, play_episode
+from mopa.eval.intervals import half_width
 from mopa.players import Player
 
 PAIRINGS = ("all", "paired")
@@ -49,9 +50,6 @@ PAIRINGS = ("all", "paired")
 MIN_SPREAD_EPISODES = 32
 """Fewer episodes per cell than this play on one device: a sharded program takes
 longer to compile, which only pays off for long tournaments."""
-
-Z_95 = 1.96
-"""Normal quantile of a two-sided 95% confidence interval."""
 
 
 class TournamentEntry(NamedTuple):
@@ -193,7 +191,7 @@ class TournamentResult:
         n = pairs * episodes
         mean = flat.mean(-1)
         std = flat.std(-1, ddof=1) if n > 1 else np.zeros_like(mean)
-        half = Z_95 * std / np.sqrt(n)
+        half = half_width(flat, axis=-1)
         return {
             "mean": mean,
             "std": std,

@@ -77,13 +77,13 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy import stats
 
 from mopa.algos.presets import check_recipe
 from mopa.core.checks import check_fields
 from mopa.envs import make
 from mopa.envs.wrappers import AutoReset
 from mopa.errors import InvalidParameterError
+from mopa.eval.intervals import mean_interval
 from mopa.eval.tournament import TournamentEntry, play_tournament
 from mopa.experiments import part1
 from mopa.experiments.registry import recipe_field, register_experiment
@@ -561,13 +561,7 @@ def _behaviour_clone(config, algo, data_path, encoded, runs, stages) -> dict:
 def _seed_interval(values: np.ndarray) -> list[float]:
     """95% Student-t interval of the mean of ``values [S]`` (one per seed); the
     point itself when there is a single seed."""
-    values = np.asarray(values, np.float64)
-    mean = float(values.mean())
-    if values.size < 2:
-        return [mean, mean]
-    half = stats.t.ppf(0.975, values.size - 1) * values.std(ddof=1)
-    half /= np.sqrt(values.size)
-    return [mean - half, mean + half]
+    return mean_interval(values, method="t")["ci95"]
 
 
 def _brittleness(config, algo, runs, stages) -> dict[str, Any]:

@@ -88,6 +88,7 @@ from mopa.core.runinfo import run_metadata
 from mopa.envs import make
 from mopa.envs.pursuit import INTENT_CORNERS, NUM_ACTIONS, PREDATOR, PREY
 from mopa.errors import InvalidParameterError
+from mopa.eval.intervals import mean_interval
 from mopa.eval.tournament import TournamentEntry, broadcast_seeds, play_tournament
 from mopa.experiments.intent_players import (
     IntentPredator,
@@ -1152,14 +1153,9 @@ def build_entries(
 def condition_stats(values: np.ndarray, num_seeds: int) -> dict:
     """``{"mean", "ci95", "n_episodes", "n_seeds"}`` of the captures ``values`` (any
     shape, every entry an episode): the normal 95% interval over episodes."""
-    values = np.asarray(values, np.float64).reshape(-1)
-    n = values.size
-    mean = float(values.mean())
-    half = float(1.96 * values.std(ddof=1) / np.sqrt(n)) if n > 1 else 0.0
     return {
-        "mean": mean,
-        "ci95": [mean - half, mean + half],
-        "n_episodes": int(n),
+        **mean_interval(values),
+        "n_episodes": int(np.size(values)),
         "n_seeds": int(num_seeds),
     }
 

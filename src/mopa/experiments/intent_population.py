@@ -79,6 +79,7 @@ from mopa.core.runinfo import run_metadata
 from mopa.envs import make
 from mopa.envs.pursuit import INTENT_CORNERS, NUM_ACTIONS, PREY
 from mopa.errors import InvalidParameterError
+from mopa.eval.intervals import mean_interval
 from mopa.eval.tournament import TournamentEntry, broadcast_seeds, play_tournament
 from mopa.experiments.intent import (
     IntentConfig,
@@ -841,14 +842,8 @@ def _adaptation(config, teams: dict, clone_folder: Path, folder: Path, progress)
 
 
 def _mean_ci(values: np.ndarray) -> dict:
-    values = np.asarray(values, np.float64).reshape(-1)
-    mean = float(values.mean())
-    half = (
-        float(1.96 * values.std(ddof=1) / np.sqrt(values.size))
-        if values.size > 1
-        else 0.0
-    )
-    return {"mean": mean, "ci95": [mean - half, mean + half], "n": int(values.size)}
+    """:func:`~mopa.eval.intervals.mean_interval` with the sample size ``n``."""
+    return {**mean_interval(values), "n": int(np.size(values))}
 
 
 def _match_summary(captures, none_fits, top_member, intent_right) -> dict:

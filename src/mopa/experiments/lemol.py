@@ -37,6 +37,7 @@ import numpy as np
 from mopa.algos.lemol import LeMOLConfig
 from mopa.core.checks import check_fields
 from mopa.errors import InvalidParameterError, UnknownNameError
+from mopa.eval.intervals import mean_interval
 from mopa.experiments import part1
 from mopa.experiments.registry import register_experiment
 
@@ -150,15 +151,11 @@ def mean_ci(values: np.ndarray) -> tuple[float, list[float] | None]:
     Args:
         values: ``[n]`` one value per seed.
     """
-    from scipy import stats
-
     values = np.asarray(values, np.float64)
-    mean = float(values.mean())
-    n = len(values)
-    if n < 2:
-        return mean, None
-    half = stats.t.ppf(0.975, n - 1) * values.std(ddof=1) / np.sqrt(n)
-    return mean, [mean - float(half), mean + float(half)]
+    if len(values) < 2:
+        return float(values.mean()), None
+    interval = mean_interval(values, method="t")
+    return interval["mean"], interval["ci95"]
 
 
 def _binned(x: np.ndarray, bins: int) -> np.ndarray:

@@ -26,6 +26,7 @@ from mopa.algos.pola.exact import ExactConfig, p_tft
 from mopa.algos.pola.sampled import Metrics, SampledConfig, make_train_segments
 from mopa.core.checks import check_fields
 from mopa.errors import InvalidParameterError, UnknownNameError
+from mopa.eval.intervals import half_width
 from mopa.experiments.registry import register_experiment
 from mopa.experiments.stages import Stages
 
@@ -281,21 +282,9 @@ class SampledExperimentConfig:
             raise InvalidParameterError(f"num_seeds must be >= 1, got {self.num_seeds}")
 
 
-def _ci_half_width(values: np.ndarray) -> np.ndarray:
-    """Half-width of the 95% Student-t interval of the mean over the leading (seed)
-    axis, ``t_{0.975, n-1} std / sqrt(n)`` with the sample std (0 for one seed)."""
-    from scipy import stats
-
-    values = np.asarray(values, np.float64)
-    n = len(values)
-    if n < 2:
-        return np.zeros(values.shape[1:])
-    return stats.t.ppf(0.975, n - 1) * values.std(0, ddof=1) / np.sqrt(n)
-
-
 def _mean_ci(values: np.ndarray) -> tuple[float, float]:
-    """Mean and 95% half-width (:func:`_ci_half_width`) over ``[n]`` seeds."""
-    return float(np.mean(values)), float(_ci_half_width(values))
+    """Mean and the half-width of its 95% Student-t interval over ``[n]`` seeds."""
+    return float(np.mean(values)), float(half_width(values, method="t"))
 
 
 def chunk_length(num_updates: int, num_chunks: int = 10) -> int:
@@ -393,9 +382,11 @@ def _train_method(
     entry["curves"] = {
         "outer_steps": outer.tolist(),
         "vs_each_other": stack.vs_each_other.mean(-1).mean(0).tolist(),
-        "vs_each_other_ci95": _ci_half_width(stack.vs_each_other.mean(-1)).tolist(),
+        "vs_each_other_ci95": half_width(
+            stack.vs_each_other.mean(-1), method="t"
+        ).tolist(),
         "vs_alld": stack.vs_alld.mean(-1).mean(0).tolist(),
-        "vs_alld_ci95": _ci_half_width(stack.vs_alld.mean(-1)).tolist(),
+        "vs_alld_ci95": half_width(stack.vs_alld.mean(-1), method="t").tolist(),
         "own_coin": stack.own_coin.mean(0).tolist(),
     }
     paper = PAPER_SAMPLED[cfg.env][method]

@@ -97,6 +97,7 @@ from mopa.envs.scripted_red import (
 from mopa.envs.spaces import Box
 from mopa.envs.wrappers import Wrapper
 from mopa.errors import InvalidParameterError
+from mopa.eval.intervals import mean_interval
 from mopa.experiments.registry import register_experiment
 from mopa.experiments.wargame import wilson_interval
 from mopa.league.evaluation import count_outcomes
@@ -904,22 +905,11 @@ def outcome_summary(outcomes: np.ndarray) -> dict[str, Any]:
     }
 
 
-def mean_interval(values: np.ndarray) -> dict[str, Any]:
-    """Mean of ``values`` (any shape, pooled) with its normal 95% interval."""
-    values = np.asarray(values, np.float64).reshape(-1)
-    mean = float(values.mean())
-    half = 1.96 * values.std(ddof=1) / np.sqrt(values.size) if values.size > 1 else 0
-    return {"mean": mean, "ci95": [mean - float(half), mean + float(half)]}
-
-
 def paired_difference(first: np.ndarray, second: np.ndarray) -> dict[str, Any]:
     """Mean of ``win(first) - win(second)`` over paired episodes (the same keys)
     ``[S, N]``, with its normal 95% interval."""
     diff = (np.asarray(first) == 1).astype(np.float64) - (np.asarray(second) == 1)
-    diff = diff.reshape(-1)
-    mean = float(diff.mean())
-    half = float(1.96 * diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else 0
-    return {"mean": mean, "ci95": [mean - half, mean + half], "n_pairs": diff.size}
+    return {**mean_interval(diff), "n_pairs": diff.size}
 
 
 def belief_by_step(
