@@ -621,3 +621,82 @@ def test_tree_search_with_a_sure_belief_searches_as_that_clone(intent_planning):
     np.testing.assert_allclose(believed.q_values, plain.q_values, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(believed.actions, plain.actions)
     assert int(believed.visit_counts.sum()) == 16
+
+
+def test_a_fallback_model_plays_when_none_fits(intent_planning):
+    env, env_params, predator, config, clone_params, own, state = intent_planning
+    # The fallback: member 0 told intent 2, as a plain model of its own.
+    fallback = clone_told(config, 2)
+    member_0 = jax.tree.map(lambda x: x[0], clone_params)
+    model = PopulationOpponentModel(config, PREY, fallback=fallback)
+    plain = PopulationOpponentModel(config, PREY)
+
+    def params(none_fits):
+        outside = jnp.float32(none_fits)
+        return PopulationModelParams(clone_params, SURE, outside, member_0)
+
+    keys = jax.random.split(jax.random.key(14), 500)
+    sample = jax.jit(jax.vmap(model.sample_latent, in_axes=(None, 0)))
+    # Never outside: the members drawn are those drawn without a fallback.
+    never = sample(params(0.0), keys)
+    alone = jax.vmap(plain.sample_latent, in_axes=(None, 0))(params(0.0), keys)
+    assert not np.asarray(never.outside).any()
+    np.testing.assert_array_equal(never.family.member, alone.member)
+    np.testing.assert_array_equal(never.family.intent, alone.intent)
+    # Outside about as often as none_fits says.
+    share = float(np.mean(sample(params(0.3), keys).outside))
+    assert abs(share - 0.3) < 0.06, share
+
+    # A rollout imagines the fallback when outside, the member otherwise.
+    obs = env.observe(state, env_params)
+    always = model.sample_latent(params(1.0), jax.random.key(15))
+    family = model.sample_latent(params(0.0), jax.random.key(15))
+    np.testing.assert_allclose(
+        model.logits(params(1.0), always, obs),
+        fallback.logits(member_0, (), obs),
+        rtol=1e-6,
+    )
+    np.testing.assert_allclose(
+        model.logits(params(0.0), family, obs),
+        plain.logits(params(0.0), family.family, obs),
+        rtol=1e-6,
+    )
+
+    # A lookahead sure that none fits plans as the fallback model alone.
+    lookahead = LookaheadConfig(num_rollouts=2, horizon=3)
+    args = (
+        jax.random.key(16),
+        state,
+        obs[PREDATOR],
+        jnp.zeros((3, 0)),
+        jnp.ones((3,), bool),
+    )
+    outside = jax.jit(LookaheadPlayer(env, PREDATOR, lookahead, model, predator).plan)(
+        LookaheadParams(env_params, own, params(1.0)), *args
+    )
+    reference = jax.jit(
+        LookaheadPlayer(env, PREDATOR, lookahead, fallback, predator).plan
+    )(LookaheadParams(env_params, own, member_0), *args)
+    np.testing.assert_allclose(outside.scores, reference.scores, rtol=1e-5, atol=1e-6)
+
+
+def test_a_fallback_of_another_shape_is_refused(intent_planning):
+    config = intent_planning[3]
+    wrong = FunctionOpponentModel(lambda p, z, o: jnp.zeros((1, 4)), 1, 4)
+    with pytest.raises(InvalidParameterError, match="fallback: its logits must be"):
+        PopulationOpponentModel(config, PREY, fallback=wrong)
+
+
+def test_planner_belief_is_the_posterior_and_the_none_fits_probability():
+    state = P.init_population_belief(2, 3, fallback_prior=0.2)
+    state = P.update_population_belief(
+        state, jnp.log(jnp.full((1, 2, 3, 4), 0.25)).at[0, 1, 2, 0].set(0.0), [0]
+    )
+    belief, none_fits = P.planner_belief(state)
+    np.testing.assert_allclose(belief, state.posterior)
+    assert float(none_fits) == pytest.approx(float(P.none_fits_probability(state)))
+    np.testing.assert_allclose(
+        P.joint_belief(state),
+        none_fits * jnp.full((2, 3), 1 / 6) + (1 - none_fits) * belief,
+        rtol=1e-6,
+    )

@@ -121,6 +121,7 @@ from mopa.opponent.population import (
     reset_intent,
 )
 from mopa.planning import (
+    IntentModelParams,
     LookaheadParams,
     PopulationModelParams,
     PopulationOpponentModel,
@@ -198,6 +199,15 @@ class PopulationExperimentConfig:
     """Add the family's average member to the library: one more clone, fitted on
     the whole fitting set's data pooled
     (:attr:`~mopa.opponent.population.PopulationConfig.pooled_member`)."""
+    fallback_model: bool = dataclasses.field(
+        default=True, metadata={ABSENT_MEANS: False}
+    )
+    """A model of its own for "none fits": with the none-fits probability, the
+    population planners imagine the flat-belief planner's prey (their seed's
+    belief-condition prey under a uniform corner) instead of a member
+    (:class:`~mopa.planning.PopulationOpponentModel`'s ``fallback``, the
+    GSCU-style conservative fallback). Off: an opponent no member fits is imagined
+    as drawn from the prior over members."""
     bayes_epsilon: float = 0.05
     """Likelihood floor of every Bayes update (own-seed, true-model, population)."""
     fallback_prior: float = 0.01
@@ -599,7 +609,10 @@ def build_rows(config, teams: dict, clones: Any) -> dict:
 
     pop_config = config.population_config()
     M = jax.tree.leaves(clones)[0].shape[0]
-    model = PopulationOpponentModel(pop_config, team=PREY)
+    flat = lookahead_planner(icfg, env, belief_spec, prey_spec).opponent_model
+    model = PopulationOpponentModel(
+        pop_config, team=PREY, fallback=flat if config.fallback_model else None
+    )
     population = dict(
         env=env,
         population=pop_config,
@@ -626,6 +639,17 @@ def build_rows(config, teams: dict, clones: Any) -> dict:
         opponent_params=PopulationModelParams(
             clone_params=broadcast_seeds(clones, S),
             belief=broadcast_seeds(jnp.full((K, M), 1.0 / (K * M)), S),
+            **(
+                dict(
+                    none_fits=jnp.zeros((S,)),
+                    fallback_params=IntentModelParams(
+                        policy_params=own_prey,
+                        belief=broadcast_seeds(jnp.full((K,), 1.0 / K), S),
+                    ),
+                )
+                if config.fallback_model
+                else {}
+            ),
         ),
     )
     own = dict(bayes_params=own_prey, rollout_prey=own_prey)
@@ -936,6 +960,7 @@ def run_intent_population(
         "planner": {
             name: getattr(config, name)
             for name in (
+                "fallback_model",
                 "greedy_prey_model",
                 "planner_rollouts",
                 "planner_horizon",

@@ -17,7 +17,9 @@ step:
    afresh every episode when ``carry_across_episodes`` is off;
 2. hands its planner (a lookahead or a tree search whose opponent model is a
    :class:`~mopa.planning.PopulationOpponentModel`) the joint belief to draw
-   imagined prey from, and the belief's intent marginal as the predators' intent
+   imagined prey from (with the model's ``fallback``: the posterior given the
+   family and the none-fits probability, :func:`~mopa.opponent.population.
+   planner_belief`), and the belief's intent marginal as the predators' intent
    input (in the observation and in the imagined game state).
 
 The carry row is the flattened :class:`PopulationCarry` (the same row for every
@@ -48,6 +50,7 @@ from mopa.opponent.population import (
     intent_belief,
     joint_belief,
     observe_opponent,
+    planner_belief,
     reset_intent,
 )
 from mopa.planning import LookaheadParams, LookaheadPlayer, MCTSPlayer
@@ -140,7 +143,13 @@ class PopulationPredator:
         previous = self.unpack(carry[0])
         belief = self._belief(params, state, previous, reset[0])
         fed = intent_belief(belief)  # [K]
-        opponent = params.opponent_params.replace(belief=joint_belief(belief))
+        if self.planner.opponent_model.fallback is None:
+            opponent = params.opponent_params.replace(belief=joint_belief(belief))
+        else:
+            posterior, outside = planner_belief(belief)
+            opponent = params.opponent_params.replace(
+                belief=posterior, none_fits=outside
+            )
         obs = jnp.concatenate([obs[:, :-K], jnp.broadcast_to(fed, (A, K))], -1)
         actions, _ = self.planner.act(
             params.replace(opponent_params=opponent),

@@ -618,6 +618,14 @@ def joint_belief(state: PopulationBeliefState) -> jax.Array:
     return w * prior + (1.0 - w) * state.posterior
 
 
+def planner_belief(state: PopulationBeliefState) -> tuple[jax.Array, jax.Array]:
+    """``(posterior [K, M], none_fits [])``: what a planner with a fallback model
+    for "none fits" samples from (:class:`~mopa.planning.PopulationOpponentModel`'s
+    ``fallback``): a member from the posterior given the family, or the fallback
+    with the none-fits probability."""
+    return state.posterior, none_fits_probability(state)
+
+
 def intent_belief(state: PopulationBeliefState) -> jax.Array:
     """``[K]`` the intent marginal of :func:`joint_belief`."""
     return jnp.sum(joint_belief(state), 1)

@@ -26,6 +26,7 @@ from mopa.planning.mcts import (
     simulator_steps_per_decision,
 )
 from mopa.planning.opponents import (
+    FallbackLatent,
     FunctionOpponentModel,
     IntentConditionedModel,
     IntentModelParams,
@@ -39,6 +40,7 @@ from mopa.planning.opponents import (
 
 __all__ = [
     "MODES",
+    "FallbackLatent",
     "FunctionOpponentModel",
     "IntentConditionedModel",
     "IntentModelParams",

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -268,7 +268,23 @@ class PopulationModelParams:
     (:func:`mopa.opponent.population.fit_population`)."""
     belief: jax.Array
     """``[K, M]`` probabilities of each (intent, member), e.g.
-    :func:`mopa.opponent.population.joint_belief` (may change every step)."""
+    :func:`mopa.opponent.population.joint_belief` (may change every step); with a
+    ``fallback`` model, the posterior given the family
+    (:func:`mopa.opponent.population.planner_belief`)."""
+    none_fits: Any = ()
+    """``[]`` probability that the opponent is outside the family, with a
+    ``fallback`` model (``()`` without one)."""
+    fallback_params: Any = ()
+    """The ``fallback`` model's params (``()`` without one)."""
+
+
+class FallbackLatent(NamedTuple):
+    """An imagined opponent of a :class:`PopulationOpponentModel` with a
+    ``fallback``: a member of the family, or (``outside``) the fallback model."""
+
+    family: PopulationLatent  # the (intent, member) drawn from the belief
+    outside: jax.Array  # [] bool: the opponent plays the fallback model
+    fallback: Any  # the fallback model's latent
 
 
 @dataclasses.dataclass(frozen=True)
@@ -284,6 +300,13 @@ class PopulationOpponentModel:
     :func:`~mopa.opponent.population.joint_belief`, an opponent no member fits is
     imagined as drawn from the whole population. ``params`` is a
     :class:`PopulationModelParams`.
+
+    With a ``fallback`` model, "none fits" gets a model of its own (the GSCU-style
+    conservative fallback): each rollout imagines the fallback's opponent with
+    probability ``params.none_fits`` and otherwise a member ``(g, m) ~ belief``
+    (then the posterior given the family, :func:`~mopa.opponent.population.
+    planner_belief`). Where ``none_fits`` is 0 the members drawn are the ones
+    drawn without a fallback from the same belief and key.
     """
 
     config: PopulationConfig
@@ -292,6 +315,10 @@ class PopulationOpponentModel:
     """Index of the opponent team in the game."""
     num_opponents: int = 1
     """``O``: agents of that team (every agent outside the planning team)."""
+    fallback: OpponentModel | None = None
+    """The model of an opponent outside the family (its params are
+    ``params.fallback_params``); ``None``: such an opponent is imagined as drawn
+    from the belief (:func:`~mopa.opponent.population.joint_belief`)."""
 
     def __post_init__(self):
         if not isinstance(self.config, PopulationConfig):
@@ -304,6 +331,15 @@ class PopulationOpponentModel:
             raise InvalidParameterError(
                 f"num_opponents must be >= 1, got {self.num_opponents}"
             )
+        if self.fallback is not None and (
+            self.fallback.num_actions != self.config.num_actions
+            or self.fallback.num_opponents != self.num_opponents
+        ):
+            raise InvalidParameterError(
+                f"fallback: its logits must be [{self.num_opponents}, "
+                f"{self.config.num_actions}] as the population's, got "
+                f"[{self.fallback.num_opponents}, {self.fallback.num_actions}]"
+            )
 
     @property
     def num_actions(self) -> int:
@@ -311,17 +347,41 @@ class PopulationOpponentModel:
 
     def sample_latent(
         self, params: PopulationModelParams, key: jax.Array
-    ) -> PopulationLatent:
-        """``(intent [], member [])`` int32 drawn from ``params.belief``."""
-        return sample_population_latent(key, params.belief)
+    ) -> PopulationLatent | FallbackLatent:
+        """``(intent [], member [])`` int32 drawn from ``params.belief``; with a
+        ``fallback``, a :class:`FallbackLatent` (the member drawn with the same
+        key, the outside draw and the fallback's latent with keys folded from
+        it)."""
+        family = sample_population_latent(key, params.belief)
+        if self.fallback is None:
+            return family
+        key_outside, key_fallback = jax.random.split(jax.random.fold_in(key, 1))
+        return FallbackLatent(
+            family=family,
+            outside=jax.random.bernoulli(key_outside, params.none_fits),
+            fallback=self.fallback.sample_latent(params.fallback_params, key_fallback),
+        )
 
     def logits(
-        self, params: PopulationModelParams, latent: PopulationLatent, obs: TeamArrays
+        self,
+        params: PopulationModelParams,
+        latent: PopulationLatent | FallbackLatent,
+        obs: TeamArrays,
     ) -> jax.Array:
         own = obs[self.team]  # [O, D]
-        return member_logits(
-            self.config, params.clone_params, latent.member, latent.intent, own
+        if self.fallback is None:
+            return member_logits(
+                self.config, params.clone_params, latent.member, latent.intent, own
+            )
+        family = member_logits(
+            self.config,
+            params.clone_params,
+            latent.family.member,
+            latent.family.intent,
+            own,
         )
+        outside = self.fallback.logits(params.fallback_params, latent.fallback, obs)
+        return jnp.where(latent.outside, outside, family)
 
 
 @dataclasses.dataclass(frozen=True)
