@@ -1,11 +1,12 @@
 """The one 95%-interval helper: its two methods on hand-computed values, the
-sample axis, a single sample, and a bad method named."""
+sample axis, a single sample, a difference of two independent means, and a bad
+method named."""
 
 import numpy as np
 import pytest
 
 from mopa.errors import InvalidParameterError
-from mopa.eval.intervals import half_width, mean_interval
+from mopa.eval.intervals import difference_interval, half_width, mean_interval
 
 
 def test_normal_and_student_t_half_widths():
@@ -36,3 +37,12 @@ def test_the_sample_axis_and_a_single_sample():
 def test_a_bad_method_is_named():
     with pytest.raises(InvalidParameterError, match="method must be one of"):
         half_width([1.0, 2.0], method="bootstrap")
+
+
+def test_difference_of_independent_means_adds_errors_in_quadrature():
+    a = np.array([1.0, 2.0, 3.0])  # mean 2, half-width 1.96 / sqrt(3)
+    b = np.array([[0.0, 2.0], [4.0, 6.0]])  # mean 3, pooled
+    out = difference_interval(a, b)
+    half = np.hypot(1.96 / np.sqrt(3), 1.96 * np.std([0, 2, 4, 6], ddof=1) / 2.0)
+    assert out["mean"] == -1.0
+    assert out["ci95"] == pytest.approx([-1.0 - half, -1.0 + half])

@@ -47,6 +47,7 @@ SCHEMA_KEYS = {
     "conditions_held_out",
     "conditions_fitting",
     "conditions_out_of_family",
+    "out_of_family_versus_flat",
     "per_prey",
     "adaptation",
     "belief_accuracy_by_step",
@@ -100,11 +101,19 @@ def test_quick_run_writes_the_files_and_the_schema(quick_run, results):
     )
     _check_table(results["conditions_fitting"], ROWS, per_cell * len(split["fitting"]))
     # The out-of-family prey has no policy network: every row but the true model.
+    # It is played for out_of_family_episodes per seed.
+    outside = results["conditions_out_of_family"]
     _check_table(
-        results["conditions_out_of_family"],
+        outside,
         tuple(r for r in ROWS if r != "true_model_planner"),
-        per_cell,
+        QUICK.out_of_family_episodes * len(QUICK.predator_seeds),
     )
+    versus_flat = results["out_of_family_versus_flat"]
+    assert versus_flat["mean"] == pytest.approx(
+        outside["population_planner"]["mean"] - outside["flat_belief_planner"]["mean"]
+    )
+    lo, hi = versus_flat["ci95"]
+    assert lo <= versus_flat["mean"] <= hi
     assert set(results["per_prey"]) == {
         *split["fitting"],
         *split["held_out"],
@@ -181,6 +190,8 @@ def test_the_split_is_validated():
         PopulationExperimentConfig(num_seeds=2, held_out_seeds=(0, 1))
     with pytest.raises(InvalidParameterError, match="conditions"):
         PopulationExperimentConfig(conditions=("unaware", "nope"))
+    with pytest.raises(InvalidParameterError, match="out_of_family_episodes"):
+        PopulationExperimentConfig(out_of_family_episodes=0)
 
 
 def test_a_second_run_reuses_every_stage(quick_run, results, tmp_path):

@@ -59,3 +59,15 @@ def mean_interval(values: Any, *, method: str = "normal") -> dict[str, Any]:
     mean = float(values.mean())
     half = float(half_width(values, method=method))
     return {"mean": mean, "ci95": [mean - half, mean + half]}
+
+
+def difference_interval(a: Any, b: Any) -> dict[str, Any]:
+    """``{"mean", "ci95": [low, high]}`` of ``mean(a) - mean(b)``, ``a`` and ``b``
+    independent samples (any shapes, each pooled): the normal interval with the
+    two means' standard errors added in quadrature. For paired samples take
+    :func:`mean_interval` of the differences instead."""
+    a = np.asarray(a, np.float64).reshape(-1)
+    b = np.asarray(b, np.float64).reshape(-1)
+    mean = float(a.mean() - b.mean())
+    half = float(np.hypot(half_width(a), half_width(b)))
+    return {"mean": mean, "ci95": [mean - half, mean + half]}

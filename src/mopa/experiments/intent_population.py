@@ -31,8 +31,10 @@ re-run with the same config, see :mod:`mopa.experiments.stages`):
 5. ``eval``: every row (:data:`ROWS`) against every prey, one tournament per prey
    (``eval_episodes`` episodes per predator seed): pooled over the held-out prey,
    over the fitting set (the generalisation gap) and against the out-of-family
-   :class:`~mopa.experiments.intent_population_players.EvaderPrey` (no
-   ``true_model_planner`` there: it has no policy network).
+   :class:`~mopa.experiments.intent_population_players.EvaderPrey`
+   (``out_of_family_episodes`` per seed; no ``true_model_planner`` there: it has
+   no policy network), with ``population_planner``'s difference from
+   ``flat_belief_planner`` there and its interval.
 6. ``adaptation``: ``population_planner`` plays matches of ``match_episodes``
    consecutive episodes against one prey (the intent redrawn every episode; the
    member belief carried by :func:`~mopa.opponent.population.reset_intent`),
@@ -79,7 +81,7 @@ from mopa.core.runinfo import run_metadata
 from mopa.envs import make
 from mopa.envs.pursuit import INTENT_CORNERS, NUM_ACTIONS, PREY
 from mopa.errors import InvalidParameterError
-from mopa.eval.intervals import mean_interval
+from mopa.eval.intervals import difference_interval, mean_interval
 from mopa.eval.tournament import TournamentEntry, broadcast_seeds, play_tournament
 from mopa.experiments.intent import (
     IntentConfig,
@@ -216,7 +218,14 @@ class PopulationExperimentConfig:
     """The evaluated prey take their actor's mode: the own-seed and true-model
     planners model them so (argmax rollouts, argmax likelihood)."""
     eval_episodes: int = 10
-    """Episodes per predator seed of every row against every prey."""
+    """Episodes per predator seed of every row against every trained prey."""
+    out_of_family_episodes: int | None = dataclasses.field(
+        default=60, metadata={ABSENT_MEANS: None}
+    )
+    """Episodes per predator seed of every row against each out-of-family prey
+    (``None``: ``eval_episodes``). More than against a trained prey: it is one prey,
+    not a pool, and the planner's comparison with the flat-belief planner there is a
+    difference of two means."""
     match_episodes: int = 10
     """``M``: consecutive episodes of a match against one prey."""
     matches_per_seed: int = 6
@@ -261,6 +270,11 @@ class PopulationExperimentConfig:
         ):
             raise InvalidParameterError(
                 "held_out_seeds must name at least one seed, each once"
+            )
+        if self.out_of_family_episodes is not None and self.out_of_family_episodes < 1:
+            raise InvalidParameterError(
+                "out_of_family_episodes must be >= 1 or None, got "
+                f"{self.out_of_family_episodes}"
             )
         if not 0.0 <= self.bayes_epsilon < 1.0:
             raise InvalidParameterError(
@@ -359,6 +373,7 @@ PROFILES = {
         bc_hidden=(32,),
         bc_batch_size=64,
         eval_episodes=2,
+        out_of_family_episodes=3,
         match_episodes=3,
         matches_per_seed=1,
         planner_rollouts=1,
@@ -703,8 +718,9 @@ def _eval(config, teams: dict, clone_folder: Path, folder: Path, progress) -> di
     key = jax.random.fold_in(jax.random.key(config.seed), 7)
     captures: dict[str, dict[str, list]] = {}
     for name, entry in prey.items():
-        names = [r for r in ROWS if name != "evader" or r != "true_model_planner"]
-        faced = None if name == "evader" else entry.params
+        outside = name in OUT_OF_FAMILY
+        names = [r for r in ROWS if not outside or r != "true_model_planner"]
+        faced = None if outside else entry.params
         side_a = [TournamentEntry(r, rows[r][0], rows[r][1](faced)) for r in names]
         progress(f"[eval] {len(side_a)} rows vs {name}")
         result = play_tournament(
@@ -713,7 +729,11 @@ def _eval(config, teams: dict, clone_folder: Path, folder: Path, progress) -> di
             side_a,
             [entry],
             key,
-            num_episodes=config.eval_episodes,
+            num_episodes=(
+                config.out_of_family_episodes or config.eval_episodes
+                if outside
+                else config.eval_episodes
+            ),
             pairing="all",
         )
         values = result.metric("captures")  # [R, 1, P, N]
@@ -737,7 +757,13 @@ def _eval(config, teams: dict, clone_folder: Path, folder: Path, progress) -> di
     per_prey = {
         n: {r: float(np.mean(v)) for r, v in captures[n].items()} for n in captures
     }
-    return {"pooled": pooled, "per_prey": per_prey}
+    versus_flat = difference_interval(  # every out-of-family prey's episodes pooled
+        *(
+            np.concatenate([captures[n][r] for n in OUT_OF_FAMILY])
+            for r in ("population_planner", "flat_belief_planner")
+        )
+    )
+    return {"pooled": pooled, "per_prey": per_prey, "versus_flat": versus_flat}
 
 
 # -- adaptation ----------------------------------------------------------------------
@@ -972,7 +998,11 @@ def run_intent_population(
     }
     evaluation = stages.run(
         "eval",
-        {**play_config, "eval_episodes": config.eval_episodes},
+        {
+            **play_config,
+            "eval_episodes": config.eval_episodes,
+            "out_of_family_episodes": config.out_of_family_episodes,
+        },
         lambda folder: _eval(config, teams, clone_folder, folder, progress),
     )
     adaptation = stages.run(
@@ -990,6 +1020,7 @@ def run_intent_population(
         "conditions_held_out": evaluation["pooled"]["held_out"],
         "conditions_fitting": evaluation["pooled"]["fitting"],
         "conditions_out_of_family": evaluation["pooled"]["out_of_family"],
+        "out_of_family_versus_flat": evaluation["versus_flat"],
         "per_prey": evaluation["per_prey"],
         "adaptation": adaptation,
         "belief_accuracy_by_step": belief["accuracy_by_step"],
