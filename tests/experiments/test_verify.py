@@ -14,6 +14,7 @@ from mopa.experiments.verify import (
     compare_benchmark,
     compare_results,
     flatten,
+    is_provenance,
     is_timing,
 )
 
@@ -35,6 +36,21 @@ def test_timings_are_recognised_by_name():
         assert is_timing(path), path
     for path in ("captures", "run.adv_eps_s", "env_steps_per_seed", "steering_rate"):
         assert not is_timing(path), path
+
+
+def test_the_commit_that_ran_is_shown_not_compared():
+    assert is_provenance("git_sha") and is_provenance("run.git_sha")
+    assert not is_provenance("git_sha_count") and not is_provenance("label")
+    committed = {"git_sha": "aaa", "x": 1.0}
+    for compare in (compare_results, compare_benchmark):
+        rows = compare(committed, {"git_sha": "bbb", "x": 1.0})
+        assert [(c.path, c.kind, c.ok) for c in rows] == [
+            ("git_sha", "commit", True),
+            ("x", "float" if compare is compare_results else "measurement", True),
+        ]
+    # A figure still fails beside it.
+    rows = compare_results(committed, {"git_sha": "bbb", "x": 2.0})
+    assert [c.path for c in rows if not c.ok] == ["x"]
 
 
 def test_integers_and_text_match_exactly_floats_within_the_tolerance():

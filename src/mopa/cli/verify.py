@@ -102,7 +102,7 @@ def _text(value) -> str:
 def _print_report(recorded, comparisons, wall_s: float, args) -> int:
     """Print the figures side by side and the verdict; returns the exit code."""
     from mopa.core.runinfo import git_sha
-    from mopa.experiments.verify import same_machine_notes
+    from mopa.experiments.verify import NOT_COMPARED, same_machine_notes
 
     for note in same_machine_notes(recorded):
         print(f"note: {note}")
@@ -114,7 +114,7 @@ def _print_report(recorded, comparisons, wall_s: float, args) -> int:
         if args.failures_only and c.ok:
             continue
         diff = c.difference
-        verdict = c.kind if c.kind in ("timing", "machine") else "ok"
+        verdict = c.kind if c.kind in NOT_COMPARED else "ok"
         if not c.ok:
             verdict = c.kind.upper() if c.kind in ("missing", "extra") else "DIFFERS"
         numbers = all(isinstance(v, int | float) for v in (c.committed, c.rerun))
@@ -124,7 +124,7 @@ def _print_report(recorded, comparisons, wall_s: float, args) -> int:
             f"{c.path:<{width}}  {_text(c.committed):>12}  {_text(c.rerun):>12}  "
             f"{'' if diff is None else f'{diff:+.3g}':>10}  {verdict}"
         )
-    compared = [c for c in comparisons if c.kind not in ("timing", "machine")]
+    compared = [c for c in comparisons if c.kind not in NOT_COMPARED]
     failures = [c for c in comparisons if not c.ok]
     print(
         f"{len(compared) - len(failures)} of {len(compared)} figures match "

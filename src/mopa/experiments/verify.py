@@ -23,7 +23,10 @@ CPU seconds (:func:`is_timing`) are shown but never compared: they measure the
 machine, not the code. On another processor XLA may compile other instructions, and
 a training run can carry a last-bit difference into different policies: meta.json
 records the processor (:func:`mopa.core.runinfo.cpu_description`) and ``mopa
-verify`` names a rerun on another one.
+verify`` names a rerun on another one. The commit a results.json records of itself
+(a ``git_sha`` leaf, :func:`is_provenance`) is shown, not compared either: a
+verification reruns a folder at a later commit by design, and meta.json keeps the
+commit that wrote it.
 
 Benchmarks (:func:`compare_benchmark`) are timed, so never compared exactly: each
 measurement must be within a factor :data:`TIMING_BAND` of the committed one, as
@@ -76,6 +79,18 @@ def is_timing(path: str) -> bool:
     return any(_TIMING.search(part) for part in path.split("."))
 
 
+NOT_COMPARED = ("timing", "machine", "commit")
+"""Comparison kinds shown beside the figures but never compared."""
+
+PROVENANCE_KEYS = ("git_sha",)
+"""Leaves that record which commit ran, not what it computed."""
+
+
+def is_provenance(path: str) -> bool:
+    """Whether the figure at ``path`` names the commit that ran (``git_sha``)."""
+    return path.rsplit(".", 1)[-1] in PROVENANCE_KEYS
+
+
 def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
     """Every leaf of a JSON tree by its dotted path (list items by index)."""
     if isinstance(tree, dict):
@@ -98,8 +113,9 @@ class Comparison:
     committed: Any
     rerun: Any
     kind: str
-    """``int``, ``float``, ``bool``, ``text``, ``null``, ``timing`` (shown, not
-    compared), ``missing`` (not in the rerun) or ``extra`` (only in the rerun)."""
+    """``int``, ``float``, ``bool``, ``text``, ``null``, ``timing`` or ``commit``
+    (shown, not compared), ``missing`` (not in the rerun) or ``extra`` (only in the
+    rerun)."""
     ok: bool
 
     @property
@@ -170,12 +186,15 @@ def compare_results(
         rtol, atol: float tolerances.
 
     Returns:
-        One :class:`Comparison` per leaf; timings always count as ``ok``.
+        One :class:`Comparison` per leaf; timings and the commit that ran always
+        count as ``ok``.
     """
 
     def rule(path: str, old: Any, new: Any) -> tuple[str, bool]:
         if is_timing(path):
             return "timing", True
+        if is_provenance(path):
+            return "commit", True
         return _kind(old), _same(old, new, rtol, atol)
 
     return _compare(committed, rerun, rule)
@@ -190,12 +209,15 @@ def compare_benchmark(
 
     Returns:
         One :class:`Comparison` per leaf; ``load_*`` (the machine's load average,
-        recorded beside some rows) is shown, not compared.
+        recorded beside some rows) and the commit that ran are shown, not
+        compared.
     """
 
     def rule(path: str, old: Any, new: Any) -> tuple[str, bool]:
         if path.rsplit(".", 1)[-1].startswith("load_"):
             return "machine", True
+        if is_provenance(path):
+            return "commit", True
         if _kind(old) != "float":
             return _kind(old), _same(old, new, 0.0, 0.0)
         if _kind(new) not in ("int", "float") or not math.isfinite(new):
