@@ -24,7 +24,6 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from mopa.errors import InvalidParameterError
-from mopa.eval.intervals import Z_95
 from mopa.league.store import LeagueStore
 
 DEFAULT_RATING = 1000.0
@@ -372,7 +371,7 @@ def fit_bradley_terry(
         se[keep] = np.sqrt(np.maximum(np.diag(covariance), 0.0))
     else:
         se = np.sqrt(np.maximum(np.diag(np.linalg.pinv(hessian)), 0.0))
-    half = Z_95 * se * ELO_PER_LOGIT
+    half = 1.96 * se * ELO_PER_LOGIT
     return BradleyTerryFit(
         names, ratings, np.stack([ratings - half, ratings + half], -1)
     )
