@@ -309,6 +309,12 @@ class PopulationExperimentConfig:
         """``<condition>_s<seed>`` of every condition at ``seeds``."""
         return [f"{c}_s{s}" for c in self.conditions for s in seeds]
 
+    def episodes_against(self, prey: str) -> int:
+        """Episodes per predator seed of every row against ``prey``."""
+        if prey in OUT_OF_FAMILY and self.out_of_family_episodes is not None:
+            return self.out_of_family_episodes
+        return self.eval_episodes
+
     @property
     def fitting_prey(self) -> list[str]:
         return self.prey_names(self.predator_seeds)
@@ -729,11 +735,7 @@ def _eval(config, teams: dict, clone_folder: Path, folder: Path, progress) -> di
             side_a,
             [entry],
             key,
-            num_episodes=(
-                config.out_of_family_episodes or config.eval_episodes
-                if outside
-                else config.eval_episodes
-            ),
+            num_episodes=config.episodes_against(name),
             pairing="all",
         )
         values = result.metric("captures")  # [R, 1, P, N]
