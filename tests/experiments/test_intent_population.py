@@ -26,6 +26,7 @@ from mopa.experiments.intent_population import (
     PopulationExperimentConfig,
     _population,
     match_beliefs,
+    planner_difference,
 )
 from tests.browser import assert_plots_unclipped, image_widths, report_page
 
@@ -114,6 +115,9 @@ def test_quick_run_writes_the_files_and_the_schema(quick_run, results):
     )
     lo, hi = versus_flat["ci95"]
     assert lo <= versus_flat["mean"] <= hi
+    # Every row played the same evader episodes: the difference is paired.
+    assert versus_flat["paired"] is True
+    assert versus_flat["n"] == QUICK.out_of_family_episodes * len(QUICK.predator_seeds)
     assert set(results["per_prey"]) == {
         *split["fitting"],
         *split["held_out"],
@@ -192,6 +196,27 @@ def test_the_split_is_validated():
         PopulationExperimentConfig(conditions=("unaware", "nope"))
     with pytest.raises(InvalidParameterError, match="out_of_family_episodes"):
         PopulationExperimentConfig(out_of_family_episodes=0)
+
+
+def test_the_paired_difference_is_the_mean_of_the_per_episode_differences():
+    rng = np.random.default_rng(0)
+    start = rng.poisson(2.0, (2, 50)).astype(float)  # shared by both rows
+    a = start + rng.integers(0, 2, (2, 50))
+    b = start + rng.integers(0, 2, (2, 50))
+    paired = planner_difference(a, b, paired=True)
+    independent = planner_difference(a, b, paired=False)
+    d = (a - b).ravel()
+    half = 1.96 * d.std(ddof=1) / np.sqrt(d.size)
+    assert paired["mean"] == pytest.approx(a.mean() - b.mean())
+    assert paired["ci95"] == pytest.approx([d.mean() - half, d.mean() + half])
+    assert (paired["paired"], paired["n"]) == (True, 100)
+    # The shared starts cancel in the paired interval, not in the independent one.
+    assert independent["mean"] == pytest.approx(paired["mean"])
+    assert independent["paired"] is False
+    width = lambda r: r["ci95"][1] - r["ci95"][0]  # noqa: E731
+    assert width(paired) < 0.6 * width(independent)
+    with pytest.raises(InvalidParameterError, match="one shape"):
+        planner_difference(a, b[:, :10], paired=True)
 
 
 def test_a_second_run_reuses_every_stage(quick_run, results, tmp_path):

@@ -34,7 +34,8 @@ re-run with the same config, see :mod:`mopa.experiments.stages`):
    :class:`~mopa.experiments.intent_population_players.EvaderPrey`
    (``out_of_family_episodes`` per seed; no ``true_model_planner`` there: it has
    no policy network), with ``population_planner``'s difference from
-   ``flat_belief_planner`` there and its interval.
+   ``flat_belief_planner`` there and its interval (every row plays the same
+   episodes there, so the difference is paired: ``paired_out_of_family``).
 6. ``adaptation``: ``population_planner`` plays matches of ``match_episodes``
    consecutive episodes against one prey (the intent redrawn every episode; the
    member belief carried by :func:`~mopa.opponent.population.reset_intent`),
@@ -220,12 +221,21 @@ class PopulationExperimentConfig:
     eval_episodes: int = 10
     """Episodes per predator seed of every row against every trained prey."""
     out_of_family_episodes: int | None = dataclasses.field(
-        default=60, metadata={ABSENT_MEANS: None}
+        default=100, metadata={ABSENT_MEANS: None}
     )
     """Episodes per predator seed of every row against each out-of-family prey
     (``None``: ``eval_episodes``). More than against a trained prey: it is one prey,
     not a pool, and the planner's comparison with the flat-belief planner there is a
     difference of two means."""
+    paired_out_of_family: bool = dataclasses.field(
+        default=True, metadata={ABSENT_MEANS: False}
+    )
+    """Every row plays the same episodes against an out-of-family prey (the same
+    keys: the same starting positions and the prey's own draws; the tournament's
+    ``fold_cells=False``), and ``population_planner``'s difference from
+    ``flat_belief_planner`` there is the mean of the per-episode differences with
+    its interval. Off: independent episodes per row, the two means' errors added
+    in quadrature."""
     match_episodes: int = 10
     """``M``: consecutive episodes of a match against one prey."""
     matches_per_seed: int = 6
@@ -737,6 +747,7 @@ def _eval(config, teams: dict, clone_folder: Path, folder: Path, progress) -> di
             key,
             num_episodes=config.episodes_against(name),
             pairing="all",
+            fold_cells=not (outside and config.paired_out_of_family),
         )
         values = result.metric("captures")  # [R, 1, P, N]
         captures[name] = {
@@ -759,13 +770,32 @@ def _eval(config, teams: dict, clone_folder: Path, folder: Path, progress) -> di
     per_prey = {
         n: {r: float(np.mean(v)) for r, v in captures[n].items()} for n in captures
     }
-    versus_flat = difference_interval(  # every out-of-family prey's episodes pooled
+    versus_flat = planner_difference(  # every out-of-family prey's episodes pooled
         *(
             np.concatenate([captures[n][r] for n in OUT_OF_FAMILY])
             for r in ("population_planner", "flat_belief_planner")
-        )
+        ),
+        paired=config.paired_out_of_family,
     )
     return {"pooled": pooled, "per_prey": per_prey, "versus_flat": versus_flat}
+
+
+def planner_difference(a: np.ndarray, b: np.ndarray, *, paired: bool) -> dict:
+    """``{"mean", "ci95", "paired", "n"}``: row ``a``'s captures less row ``b``'s.
+
+    Paired (``a`` and ``b`` of the same shape, entry by entry the same episode
+    key): the mean of the per-episode differences and its normal interval, which
+    the shared starting positions narrow. Else the difference of the means of
+    independent samples (:func:`~mopa.eval.intervals.difference_interval`).
+    """
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if paired:
+        if a.shape != b.shape:
+            raise InvalidParameterError(
+                f"paired captures must have one shape, got {a.shape} and {b.shape}"
+            )
+        return {**mean_interval(a - b), "paired": True, "n": int(a.size)}
+    return {**difference_interval(a, b), "paired": False, "n": int(a.size)}
 
 
 # -- adaptation ----------------------------------------------------------------------
@@ -1004,6 +1034,7 @@ def run_intent_population(
             **play_config,
             "eval_episodes": config.eval_episodes,
             "out_of_family_episodes": config.out_of_family_episodes,
+            "paired_out_of_family": config.paired_out_of_family,
         },
         lambda folder: _eval(config, teams, clone_folder, folder, progress),
     )

@@ -105,7 +105,8 @@ def other_checks(results: Mapping[str, Any]) -> list[tuple[str, bool | None]]:
         ),
         _check(
             "evader: population_planner not below flat_belief_planner (the "
-            "difference's 95% interval reaches 0)",
+            + ("paired " if versus_flat and versus_flat.get("paired") else "")
+            + "difference's 95% interval reaches 0)",
             [versus_flat],
             lambda: versus_flat["ci95"][1] >= 0,
         ),
