@@ -130,6 +130,11 @@ BAD_INPUTS: dict[str, list[tuple[list[str], str]]] = {
         (["--algo", "iql", "--env-set", "fixed_obstacles=1"], "must be true or false"),
         (["--algo", "iql", "--env-set", "num_prey=0.5"], "num_prey must be a whole"),
         (["--algo", "iql", "--env-set", "nope=1"], "tag: unknown parameter 'nope'"),
+        (["--algo", "mappo", "--frozen", "prey=pool:"], "lists no checkpoint (pool:"),
+        (
+            ["--algo", "mappo", "--frozen", "prey=pool:tag_run,gone.policy"],
+            "gone.policy",
+        ),
         (["--algo", "iql", "--env-set", f"max_steps={HUGE}"], "(a 32-bit number)"),
         (["--algo", "iql", "--env-set", "capture_reward=1e39"], "(a 32-bit number)"),
         (
@@ -195,6 +200,13 @@ BAD_INPUTS: dict[str, list[tuple[list[str], str]]] = {
         (["intent", "--profile", "nope"], "argument --profile: invalid choice"),
         (["intent", "--out", "file.txt"], "--out file.txt is a file, not a folder"),
         (["intent", "--out", UNWRITABLE], "cannot write in /proc"),
+    ],
+    "cotrain": [
+        (["--profile", "nope"], "argument --profile: invalid choice"),
+        (["--seeds", "0"], "--seeds must be >= 1"),
+        (["--seeds", "x"], "argument --seeds: invalid int value: 'x'"),
+        (["--out", "file.txt"], "--out file.txt is a file, not a folder"),
+        (["--out", UNWRITABLE], "cannot write in /proc"),
     ],
     "pola": [
         (["--preset", "nope"], "unknown preset 'nope'"),

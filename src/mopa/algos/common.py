@@ -3,8 +3,12 @@ the game, frozen opponents, the vectorised rollout and per-update episode metric
 
 A run has one policy per team. Learning teams act through their trainer's
 behaviour policy; frozen teams act through a fixed :class:`~mopa.policy.PolicySpec`
-(``random``, or a policy loaded from a checkpoint) whose parameters are constants
-of the compiled run.
+whose parameters are constants of the compiled run. A frozen team's source is
+``random``, a policy checkpoint (its seed 0), or a pool,
+``pool:PATH[,PATH...]``: every seed of every listed checkpoint is a member, and
+each game draws one member, uniformly, at the start of every episode (the member's
+index rides in the team's policy carry). A learner trained against a pool meets a
+population of opponents, not one.
 """
 
 from __future__ import annotations
@@ -83,15 +87,20 @@ def make_training_env(
 
 # -- frozen opponents ------------------------------------------------------------------
 FROZEN_BUILTINS = ("random",)
+POOL_PREFIX = "pool:"
+"""Prefix of a frozen pool's source: ``pool:PATH[,PATH...]``."""
 
 
 def frozen_policy(source: str, env_name: str, team: TeamInfo) -> tuple[PolicySpec, Any]:
-    """``(spec, params)`` of a frozen team: ``"random"`` or a checkpoint path.
+    """``(spec, params)`` of a frozen team: ``"random"`` or a checkpoint path (its
+    seed 0); for a pool (:func:`frozen_pool`) the params of its members, stacked.
 
     Raises:
         CheckpointError: the checkpoint is unreadable, of another game or its team
             does not fit this game's team.
     """
+    if source.startswith(POOL_PREFIX):
+        return frozen_pool(source, env_name, team)
     if source == "random":
         spec = PolicySpec(
             kind="random",
@@ -103,10 +112,58 @@ def frozen_policy(source: str, env_name: str, team: TeamInfo) -> tuple[PolicySpe
     from mopa.core.checkpoint import read_policy_checkpoint
 
     policy = read_policy_checkpoint(source, team=team.name)
-    spec = policy.spec
-    if policy.env != env_name:
+    _check_fits(source, policy.env, policy.spec, env_name, team)
+    return policy.spec, policy.params
+
+
+def frozen_pool(source: str, env_name: str, team: TeamInfo) -> tuple[PolicySpec, Any]:
+    """``(spec, params [P, ...])`` of the pool ``pool:PATH[,PATH...]``: every seed
+    of every listed checkpoint, in order (``P`` members, one network).
+
+    Raises:
+        InvalidParameterError: the source lists no checkpoint.
+        CheckpointError: a checkpoint is unreadable, of another game, lacks the
+            team, does not fit this game's team, or has another network than the
+            first member's.
+    """
+    from mopa.core.checkpoint import read_policy_file
+
+    paths = [p.strip() for p in source[len(POOL_PREFIX) :].split(",") if p.strip()]
+    if not paths:
+        raise InvalidParameterError(
+            f"frozen pool {source!r} lists no checkpoint (pool:PATH[,PATH...])"
+        )
+    spec, members = None, []
+    for path in paths:
+        policy_file = read_policy_file(path)
+        if team.name not in policy_file.teams:
+            raise CheckpointError(
+                f"{path} has no {team.name!r} policy; it holds "
+                f"{sorted(policy_file.teams)}"
+            )
+        member_spec, params = policy_file.teams[team.name]
+        _check_fits(path, policy_file.env, member_spec, env_name, team)
+        if spec is not None and member_spec != spec:
+            raise CheckpointError(
+                f"{path}: pool members must share one network; its "
+                f"{team.name!r} policy differs from {paths[0]}'s"
+            )
+        spec = member_spec
+        members.append(params)
+    return spec, jax.tree.map(lambda *x: jnp.concatenate(x), *members)
+
+
+def pool_size(params: Any) -> int:
+    """Members of a pool's stacked params."""
+    return int(jax.tree.leaves(params)[0].shape[0])
+
+
+def _check_fits(
+    source: str, trained_on: str, spec: PolicySpec, env_name: str, team: TeamInfo
+) -> None:
+    if trained_on != env_name:
         raise CheckpointError(
-            f"{source} was trained on {policy.env!r}, this run plays {env_name!r}"
+            f"{source} was trained on {trained_on!r}, this run plays {env_name!r}"
         )
     if (spec.num_agents, spec.obs_size, spec.num_actions) != (
         team.num_agents,
@@ -118,7 +175,6 @@ def frozen_policy(source: str, env_name: str, team: TeamInfo) -> tuple[PolicySpe
             f"observations of {spec.obs_size} and {spec.num_actions} actions; "
             f"this game needs {team.num_agents}, {team.obs_size}, {team.num_actions}"
         )
-    return spec, policy.params
 
 
 # -- rollouts --------------------------------------------------------------------------
@@ -248,6 +304,42 @@ def frozen_act_fn(spec: PolicySpec, params: Any) -> TeamActFn:
     return fn
 
 
+def frozen_pool_act_fn(spec: PolicySpec, params: Any) -> TeamActFn:
+    """Acting function of a frozen pool (params ``[P, ...]``): at the start of
+    every episode each game draws a member uniformly; the member then acts as
+    :func:`frozen_act_fn`'s policy would. The team's carry is the members' carry
+    with one more column, the drawn member's index (the same in every agent's
+    row)."""
+    act = make_act_fn(spec)
+    size = pool_size(params)
+
+    def one_game(member, key, obs, hidden, reset):
+        chosen = jax.tree.map(lambda x: x[member], params)
+        return act(chosen, key, obs, hidden, reset, greedy=False)
+
+    def fn(key, obs, first, hidden):
+        key_member, key_act = jax.random.split(key)
+        num_games = first.shape[0]
+        drawn = jax.random.randint(key_member, (num_games,), 0, size)
+        member = jnp.where(first, drawn, hidden[:, 0, -1].astype(jnp.int32))
+        reset = jnp.broadcast_to(first[:, None], obs.shape[:-1])
+        actions, inner = jax.vmap(one_game)(
+            member, jax.random.split(key_act, num_games), obs, hidden[..., :-1], reset
+        )
+        index = jnp.broadcast_to(
+            member[:, None, None].astype(hidden.dtype), (*hidden.shape[:-1], 1)
+        )
+        return actions, jnp.concatenate([inner, index], -1), ()
+
+    return fn
+
+
+def frozen_carry_size(source: str, spec: PolicySpec) -> int:
+    """Carry columns of a frozen team from ``source``: its policy's, plus the
+    member index for a pool."""
+    return spec.carry_size + int(source.startswith(POOL_PREFIX))
+
+
 # -- run set-up shared by the trainers ----------------------------------------------
 class RunSetup(NamedTuple):
     """The game and the frozen teams of a training run."""
@@ -256,13 +348,14 @@ class RunSetup(NamedTuple):
     env: Env  # the training view (auto-reset, episode statistics)
     env_params: Any
     infos: tuple[TeamInfo, ...]
-    frozen: dict  # team index -> (PolicySpec, params)
+    frozen: dict  # team index -> (PolicySpec, params; [P, ...] for a pool)
     frozen_fns: dict  # team index -> TeamActFn
+    frozen_carry: dict  # team index -> carry columns (frozen_carry_size)
 
     def hidden_sizes(self, specs: dict[int, PolicySpec]) -> tuple[int, ...]:
         """Policy carry size of every team (learning teams from ``specs``)."""
         return tuple(
-            specs[t].carry_size if t in specs else self.frozen[t][0].carry_size
+            specs[t].carry_size if t in specs else self.frozen_carry[t]
             for t in range(len(self.infos))
         )
 
@@ -287,10 +380,21 @@ def setup_run(config, game: tuple[Env, Any] | None = None) -> RunSetup:
             )
     if len(config.frozen_teams) == len(names):
         raise InvalidParameterError("every team is frozen: nothing would learn")
-    frozen = {
-        t: frozen_policy(config.frozen_teams[info.name], config.env, info)
+    sources = {
+        t: config.frozen_teams[info.name]
         for t, info in enumerate(infos)
         if info.name in config.frozen_teams
     }
-    frozen_fns = {t: frozen_act_fn(*policy) for t, policy in frozen.items()}
-    return RunSetup(base_env, env, env_params, infos, frozen, frozen_fns)
+    frozen = {
+        t: frozen_policy(source, config.env, infos[t]) for t, source in sources.items()
+    }
+    frozen_fns = {
+        t: (
+            frozen_pool_act_fn(*frozen[t])
+            if source.startswith(POOL_PREFIX)
+            else frozen_act_fn(*frozen[t])
+        )
+        for t, source in sources.items()
+    }
+    carry = {t: frozen_carry_size(s, frozen[t][0]) for t, s in sources.items()}
+    return RunSetup(base_env, env, env_params, infos, frozen, frozen_fns, carry)

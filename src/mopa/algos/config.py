@@ -48,8 +48,10 @@ class TrainConfig:
     seed: int = 0
     """Base random seed; seed ``i`` of the run uses ``fold_in(key(seed), i)``."""
     frozen: tuple[tuple[str, str], ...] = ()
-    """``(team, source)`` pairs for teams that do not learn; source is ``random``
-    or the path of a policy checkpoint."""
+    """``(team, source)`` pairs for teams that do not learn; source is ``random``,
+    the path of a policy checkpoint, or ``pool:PATH[,PATH...]`` (every seed of the
+    listed checkpoints; each game draws one per episode,
+    :func:`mopa.algos.common.frozen_pool_act_fn`)."""
     num_chunks: int = 20
     """Jitted chunks per run: progress, metrics and the resumable state are
     written between chunks."""

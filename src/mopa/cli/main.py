@@ -13,6 +13,7 @@ from typing import NoReturn
 
 from mopa.cli import (
     bench,
+    cotrain,
     envs,
     experiment,
     league,
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_parser(commands)
     experiment.add_parser(commands)
     reproduce.add_parser(commands)
+    cotrain.add_parser(commands)
     pola.add_parsers(commands)
     lemol.add_parser(commands)
     tournament.add_parser(commands)

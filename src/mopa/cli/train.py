@@ -51,7 +51,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="TEAM=SOURCE",
-        help="a team that does not learn: random, or a checkpoint path",
+        help="a team that does not learn: random, a checkpoint path, or "
+        "pool:PATH[,PATH...] (every seed of those checkpoints; each game draws one "
+        "per episode)",
     )
     train.add_argument("--out", type=Path, help="run folder (default runs/<name>)")
     train.add_argument(

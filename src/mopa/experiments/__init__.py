@@ -4,6 +4,7 @@ Importing this package registers every experiment; see
 :mod:`mopa.experiments.registry` for the API.
 """
 
+from mopa.experiments import cotrain as _cotrain  # noqa: F401 - registers cotrain
 from mopa.experiments import exp2 as _exp2  # noqa: F401 - registers exp2
 from mopa.experiments import exp3 as _exp3  # noqa: F401 - registers exp3
 from mopa.experiments import exp4 as _exp4  # noqa: F401 - registers exp4

@@ -1,0 +1,34 @@
+"""Adversarial co-training with opponent modelling: red's population adapts to
+blue generation after generation, blue re-models red without labels and acts
+through its belief (see :mod:`mopa.cotrain.loop`)::
+
+    from mopa.cotrain import CotrainConfig, run_cotrain
+    from mopa.experiments.stages import Stages
+
+    results = run_cotrain(CotrainConfig(generations=5), print, Stages("runs/ct"))
+
+``mopa cotrain --profile quick --out runs/cotrain`` runs it with its files
+(results.json, config.json, meta.json, results.md and the curves).
+"""
+
+from mopa.cotrain.loop import (
+    BLUES,
+    CotrainConfig,
+    pool_source,
+    read_model,
+    read_team,
+    run_cotrain,
+    write_model,
+    write_team,
+)
+
+__all__ = [
+    "BLUES",
+    "CotrainConfig",
+    "pool_source",
+    "read_model",
+    "read_team",
+    "run_cotrain",
+    "write_model",
+    "write_team",
+]

@@ -1,0 +1,637 @@
+"""The co-training loop: red adapts to blue, blue re-models red and answers.
+
+One lineage per blue kind (:data:`BLUES`), each over generations ``g = 0 .. G-1``:
+
+1. **Red's population** ``R_g``: ``R_0`` is a family of red policies co-trained
+   under different settings (``family``: each entry a co-training run, every seed
+   but the held-out ones a member); ``R_{g+1} = R_g`` plus every seed of the best
+   response red trained against blue at generation ``g``.
+2. **Blue's model of red** (``remodel`` and ``fit_once``): trajectories of every
+   member of ``R_g`` against the previous blue (a uniform-random blue at ``g =
+   0``) go to :func:`mopa.opponent.styles.fit_style_population`: styles found by a
+   VAE and k-means, **without labels**, one clone per style. ``remodel`` re-fits
+   every generation; ``fit_once`` keeps generation 0's model. Red's identities are
+   used only to score the styles found (adjusted Rand index).
+3. **Blue**: a MAPPO team trained from scratch against the pool ``R_g``
+   (:mod:`mopa.algos.common`'s ``pool:`` source: one member per game and
+   episode). ``blind`` sees the game alone; the model blues see it through
+   :class:`~mopa.opponent.belief_game.BeliefObservation`: their observation
+   carries the online belief over red's styles (and the none-fits probability),
+   so their policy acts through the belief.
+4. **Red's best response and blue's exploitability**: a fresh red team trained
+   against the pool of blue's seeds (``red_steps``); how well it does against
+   blue is blue's exploitability at that budget, and it joins red's population.
+5. **Evaluation**: blue's captures (the game's ``metric``) against every member
+   of ``R_g``, against the held-out reds (no blue ever trains against them) and
+   against its best response; per episode, with 95% intervals.
+
+Every step is a stage (:mod:`mopa.experiments.stages`): a killed run, started
+again, reuses the finished stages and redoes the interrupted one from its start,
+so it ends with the same results. Every policy is a checkpoint file in its stage's
+folder (``*.policy``, msgpack, never pickle); the style models are msgpack files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mopa.algos import MAPPOConfig, run_training
+from mopa.algos.common import POOL_PREFIX
+from mopa.core.checkpoint import (
+    FORMAT_VERSION,
+    read_msgpack,
+    read_policy_file,
+    write_msgpack,
+    write_policy_checkpoint,
+)
+from mopa.core.checks import check_fields
+from mopa.envs import make
+from mopa.errors import InvalidParameterError
+from mopa.eval.intervals import mean_interval
+from mopa.eval.tournament import TournamentEntry, play_tournament
+from mopa.opponent.bc import BCConfig
+from mopa.opponent.belief_game import BeliefObservation
+from mopa.opponent.data import concatenate, generate
+from mopa.opponent.population import PopulationConfig
+from mopa.opponent.styles import StyleConfig, fit_style_population, style_purity
+from mopa.players import PolicyPlayer
+from mopa.policy import PolicySpec
+
+if TYPE_CHECKING:  # the experiments package registers mopa cotrain, which imports us
+    from mopa.experiments.stages import Stages
+
+BLUES = ("blind", "remodel", "fit_once")
+"""The blue kinds: no model, a model re-fitted every generation, a model fitted at
+generation 0 only."""
+MODEL_FORMAT = "mopa.cotrain.style_model"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CotrainConfig:
+    """One co-training league: the game, red's family, the blues and the budgets."""
+
+    game: str = "tag_intent"
+    """A registered mopa game of two teams."""
+    game_overrides: tuple[tuple[str, Any], ...] = ()
+    """``(field, value)`` pairs of the game every generation plays."""
+    blue_team: str = "predator"
+    """The modelling team."""
+    red_team: str = "prey"
+    """The team whose population adapts."""
+    red_private_tail: int = 4
+    """Trailing entries of red's observation that blue cannot see (in
+    ``tag_intent``, red's intent one-hot): the style model never reads them."""
+    metric: str = "captures"
+    """The game's per-episode total that scores blue (higher is better for blue)."""
+    blues: tuple[str, ...] = BLUES
+    """Which blue kinds to run."""
+    generations: int = 5
+    """``G``: generations per blue."""
+    num_seeds: int = 3
+    """Seeds of every blue and every best-response red (vmapped)."""
+    family: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = (
+        ("plain", ()),
+        ("eager", (("env_overrides", (("intent_reward", 8.0),)),)),
+        ("wary", (("ent_coef", 0.03),)),
+    )
+    """Red's family: ``(name, MAPPOConfig field overrides)`` per co-training run of
+    both teams (``env_overrides`` there are added to ``game_overrides``)."""
+    family_seeds: int = 3
+    """Seeds of every family run."""
+    held_out_seeds: tuple[int, ...] = (2,)
+    """Seeds of every family run kept out of red's population: the held-out reds."""
+    family_steps: int = 600_000
+    """Environment steps of every family run."""
+    blue_steps: int = 300_000
+    """Environment steps of every blue training."""
+    red_steps: int = 200_000
+    """Environment steps of every best-response red (the exploitability budget)."""
+    hidden: tuple[int, ...] = (64,)
+    """Hidden widths of every policy."""
+    num_envs: int = 32
+    """Games per seed in every training."""
+    rollout: int = 50
+    """Steps per game between updates."""
+    num_chunks: int = 4
+    """Chunks of every training (progress lines)."""
+    data_episodes: int = 12
+    """Episodes of every red member recorded for blue's model."""
+    styles: StyleConfig = dataclasses.field(
+        default_factory=lambda: StyleConfig(
+            clone=BCConfig(num_actions=5, hidden=(64,), num_epochs=10), drop_obs_tail=4
+        )
+    )
+    """How blue finds and clones red's styles (its ``drop_obs_tail`` is set to
+    ``red_private_tail``)."""
+    eval_episodes: int = 20
+    """Episodes per blue seed against every red."""
+    seed: int = 0
+
+    def __post_init__(self):
+        check_fields(self)
+        unknown = sorted(set(self.blues) - set(BLUES))
+        if unknown or not self.blues or len(set(self.blues)) != len(self.blues):
+            raise InvalidParameterError(
+                f"blues must be distinct names of {BLUES}, got {self.blues}"
+            )
+        for name in (
+            "generations",
+            "num_seeds",
+            "family_seeds",
+            "family_steps",
+            "blue_steps",
+            "red_steps",
+            "num_envs",
+            "rollout",
+            "num_chunks",
+            "data_episodes",
+            "eval_episodes",
+        ):
+            if getattr(self, name) < 1:
+                raise InvalidParameterError(
+                    f"{name} must be >= 1, got {getattr(self, name)}"
+                )
+        if not self.family:
+            raise InvalidParameterError("family must name at least one run")
+        names = [name for name, _ in self.family]
+        if len(set(names)) != len(names):
+            raise InvalidParameterError(f"family names must be distinct, got {names}")
+        bad = [s for s in self.held_out_seeds if not 0 <= s < self.family_seeds]
+        if bad:
+            raise InvalidParameterError(
+                f"held_out_seeds must be in [0, {self.family_seeds}), got {bad}"
+            )
+        if len(set(self.held_out_seeds)) >= self.family_seeds:
+            raise InvalidParameterError(
+                "every family seed is held out: red's population would be empty"
+            )
+        if self.red_private_tail < 0:
+            raise InvalidParameterError(
+                f"red_private_tail must be >= 0, got {self.red_private_tail}"
+            )
+        object.__setattr__(
+            self,
+            "styles",
+            dataclasses.replace(self.styles, drop_obs_tail=self.red_private_tail),
+        )
+
+    def train_config(self, steps: int, seed: int, **fields: Any) -> MAPPOConfig:
+        """A MAPPO run of this league: its game, networks and rollout."""
+        overrides = dict(self.game_overrides)
+        overrides.update(dict(fields.pop("env_overrides", ())))
+        return MAPPOConfig(
+            env=self.game,
+            env_overrides=tuple(overrides.items()),
+            total_steps=steps,
+            num_envs=self.num_envs,
+            num_steps=self.rollout,
+            num_seeds=self.num_seeds,
+            seed=seed,
+            hidden=self.hidden,
+            num_chunks=self.num_chunks,
+            **fields,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+
+# -- policies as files ----------------------------------------------------------------
+def write_team(
+    path: Path, config: MAPPOConfig, team: str, spec: PolicySpec, params: Any
+) -> Path:
+    """One team's policy (params ``[S, ...]``) as a checkpoint file."""
+    return write_policy_checkpoint(
+        path,
+        algo=config.algo,
+        env=config.env,
+        env_overrides=dict(config.env_overrides),
+        config=config.to_dict(),
+        meta={},
+        teams={team: (spec.to_dict(), params)},
+    )
+
+
+def read_team(path: str | Path, team: str) -> tuple[PolicySpec, Any]:
+    """``(spec, params [S, ...])`` of ``team`` in a checkpoint file."""
+    return read_policy_file(path).teams[team]
+
+
+def pool_source(paths: list[Path]) -> str:
+    """The frozen-team source that plays a member of ``paths`` per episode."""
+    return POOL_PREFIX + ",".join(str(p) for p in paths)
+
+
+# -- style models as files -------------------------------------------------------------
+def write_model(path: Path, population: PopulationConfig, clones: Any) -> Path:
+    return write_msgpack(
+        path,
+        {
+            "format": MODEL_FORMAT,
+            "version": FORMAT_VERSION,
+            "population": json.dumps(dataclasses.asdict(population)),
+            "clones": jax.tree.map(np.asarray, clones),
+        },
+    )
+
+
+def read_model(path: Path) -> tuple[PopulationConfig, Any]:
+    data = read_msgpack(path, MODEL_FORMAT)
+    population = PopulationConfig(**json.loads(data["population"]))
+    return population, jax.tree.map(jnp.asarray, data["clones"])
+
+
+# -- the loop ------------------------------------------------------------------------
+def run_cotrain(
+    config: CotrainConfig,
+    progress: Callable[[str], None],
+    stages: Stages,
+) -> dict[str, Any]:
+    """Every lineage's generations (see the module docstring); returns the
+    results (JSON-able)."""
+    env, env_params = make(config.game, **dict(config.game_overrides))
+    family = _family(config, progress, stages)
+    paths = {m["name"]: str(stages.root / m["file"]) for m in family["members"]}
+    fitting = [paths[m["name"]] for m in family["members"] if not m["held_out"]]
+    held_out = [paths[m["name"]] for m in family["members"] if m["held_out"]]
+    identities = {path: name for name, path in paths.items()}
+    lineages = {}
+    for blue in config.blues:
+        lineages[blue] = _lineage(
+            config,
+            blue,
+            env,
+            env_params,
+            fitting,
+            held_out,
+            identities,
+            progress,
+            stages,
+        )
+    return {
+        "family": family,
+        "lineages": lineages,
+        "final": {
+            blue: {
+                key: lineages[blue][-1][key]
+                for key in (
+                    "captures_vs_population",
+                    "captures_vs_held_out",
+                    "exploitability",
+                )
+            }
+            for blue in config.blues
+        },
+        "timing_s": dict(stages.timing_s),
+    }
+
+
+def _family(config: CotrainConfig, progress, stages: Stages) -> dict[str, Any]:
+    members = []
+    for index, (name, fields) in enumerate(config.family):
+        train = dataclasses.replace(
+            config.train_config(
+                config.family_steps, config.seed + 100 + index, **dict(fields)
+            ),
+            num_seeds=config.family_seeds,
+        )
+        stage = f"family_{name}"
+        result = stages.run(
+            stage,
+            train.to_dict(),
+            lambda folder, train=train, stage=stage: _train_family(
+                config, train, folder, stage, progress
+            ),
+        )
+        for seed, file in enumerate(result["files"]):
+            members.append(
+                {
+                    "name": f"{name}_s{seed}",
+                    "file": f"{stage}/{file}",  # under the stages folder
+                    "held_out": seed in config.held_out_seeds,
+                }
+            )
+    return {"members": members}
+
+
+def _train_family(config, train: MAPPOConfig, folder: Path, stage: str, progress):
+    result = run_training(train, out=folder / "run", progress=_report(stage, progress))
+    spec, params = result.policies[config.red_team]
+    files = []
+    for seed in range(train.num_seeds):
+        file = f"red_s{seed}.policy"
+        one = jax.tree.map(lambda x, s=seed: x[s : s + 1], params)
+        write_team(folder / file, train, config.red_team, spec, one)
+        files.append(file)
+    return {"files": files, "final": _final(result.summary)}
+
+
+def _lineage(
+    config, blue, env, env_params, fitting, held_out, identities, progress, stages
+) -> list[dict[str, Any]]:
+    population = list(fitting)  # red's population, as checkpoint paths
+    generations, model_path, previous = [], None, None
+    for g in range(config.generations):
+        tag = f"{blue}_g{g}"
+        model_result = None
+        if blue != "blind" and (blue == "remodel" or g == 0):
+            model_stage = f"model_{tag}"
+            inputs = {
+                "reds": [_fingerprint(p) for p in population],
+                "blue": _fingerprint(previous and previous["blue"]),
+                "blue_model": _fingerprint(previous and previous["model"]),
+                "styles": _plain(config.styles),
+                "episodes": config.data_episodes,
+                "seed": config.seed,
+                "game": config.game,
+                "game_overrides": _plain(config.game_overrides),
+            }
+            model_result = stages.run(
+                model_stage,
+                inputs,
+                lambda folder, previous=previous, population=list(population), g=g: (
+                    _fit_model(
+                        config,
+                        env,
+                        env_params,
+                        population,
+                        previous,
+                        identities,
+                        folder,
+                        g,
+                        progress,
+                    )
+                ),
+            )
+            model_path = str(stages.folder(model_stage) / "model.msgpack")
+        game = _game(config, env, env_params, model_path if blue != "blind" else None)
+        offset = config.seed + 1000 * (BLUES.index(blue) + 1) + g
+        blue_result, blue_path = _team_stage(
+            config,
+            stages,
+            f"blue_{tag}",
+            config.blue_team,
+            population,
+            offset,
+            game,
+            model_path,
+            progress,
+        )
+        red_result, red_path = _team_stage(
+            config,
+            stages,
+            f"red_{tag}",
+            config.red_team,
+            [blue_path],
+            offset + 500,
+            game,
+            model_path,
+            progress,
+        )
+        eval_stage = f"eval_{tag}"
+        evaluation = stages.run(
+            eval_stage,
+            {
+                "blue": _fingerprint(blue_path),
+                "reds": [_fingerprint(p) for p in population],
+                "held_out": [_fingerprint(p) for p in held_out],
+                "best_response": _fingerprint(red_path),
+                "model": _fingerprint(model_path),
+                "episodes": config.eval_episodes,
+                "seed": config.seed,
+            },
+            functools.partial(
+                _evaluate_stage,
+                config,
+                game,
+                blue_path,
+                list(population),
+                held_out,
+                red_path,
+                g,
+                progress,
+            ),
+        )
+        generations.append(
+            {
+                "generation": g,
+                "population_size": len(population),
+                "model": model_result,
+                "blue_training": blue_result["final"],
+                "best_response_training": red_result["final"],
+                **evaluation,
+            }
+        )
+        previous = {"blue": blue_path, "model": model_path}
+        population = [*population, red_path]
+        identities[red_path] = f"best_response_{tag}"
+    return generations
+
+
+def _game(config, env, env_params, model_path: str | None):
+    """``(game, params)`` blue plays: the game, or the game with blue's belief."""
+    if model_path is None:
+        return env, env_params
+    population, clones = read_model(Path(model_path))
+    game = BeliefObservation(env, config.blue_team, config.red_team, population, clones)
+    return game, game.default_params
+
+
+def _fit_model(
+    config, env, env_params, population, previous, identities, folder, g, progress
+) -> dict[str, Any]:
+    """Red's trajectories against the previous blue, and the styles fitted on them."""
+    progress(f"[model g{g}] {len(population)} reds x {config.data_episodes} episodes")
+    if previous is None:
+        game, game_params = env, env_params
+        blue_team = env.team_index(config.blue_team)
+        space = env.action_space(blue_team)
+        blue_spec = PolicySpec(
+            kind="random",
+            num_agents=env.team_sizes[blue_team],
+            obs_size=env.observation_space(blue_team).shape[0],
+            num_actions=space.n,
+        )
+        blue_params = {}
+    else:
+        game, game_params = _game(config, env, env_params, previous["model"])
+        blue_spec, stacked = read_team(previous["blue"], config.blue_team)
+        blue_params = jax.tree.map(lambda x: x[0], stacked)
+    datasets, truth = [], []
+    for i, path in enumerate(population):
+        red_spec, red_params = read_team(path, config.red_team)
+        players = [PolicyPlayer(blue_spec, greedy=False), PolicyPlayer(red_spec, False)]
+        params = [blue_params, jax.tree.map(lambda x: x[0], red_params)]
+        if game.team_index(config.blue_team) != 0:
+            players.reverse()
+            params.reverse()
+        datasets.append(
+            generate(
+                game,
+                game_params,
+                tuple(players),
+                tuple(params),
+                jax.random.fold_in(jax.random.key(config.seed), 7000 + 100 * g + i),
+                num_chains=config.data_episodes,
+            )
+        )
+        truth += [identities[path]] * config.data_episodes
+    dataset = concatenate(datasets)
+    key = jax.random.fold_in(jax.random.key(config.seed), 9000 + g)
+    model, clones, styles = fit_style_population(
+        key, dataset, config.red_team, config.styles
+    )
+    write_model(folder / "model.msgpack", model, clones)
+    _, codes = np.unique(np.asarray(truth), return_inverse=True)
+    return {
+        "num_styles": styles.num_styles,
+        "silhouette": {str(k): v for k, v in styles.silhouette.items()},
+        "against_identities": style_purity(styles.labels, codes),
+        "episodes": int(styles.labels.size),
+    }
+
+
+def _team_stage(
+    config, stages, stage, team, opponents, seed, game, model_path, progress
+) -> tuple[dict[str, Any], str]:
+    """Train ``team`` from scratch against the pool ``opponents`` (checkpoint
+    paths of the other team) in ``game``: ``(the stage's result, the policy's
+    path)``."""
+    other = config.red_team if team == config.blue_team else config.blue_team
+    steps = config.blue_steps if team == config.blue_team else config.red_steps
+    train = config.train_config(steps, seed, frozen=((other, pool_source(opponents)),))
+    inputs = {
+        "train": train.to_dict(),
+        "opponents": [_fingerprint(p) for p in opponents],
+        "model": _fingerprint(model_path),
+    }
+    file = f"{team}.policy"
+    result = stages.run(
+        stage,
+        inputs,
+        lambda folder: _train_one(
+            config, team, train, game, folder, file, stage, progress
+        ),
+    )
+    return result, str(stages.folder(stage) / file)
+
+
+def _train_one(config, team, train, game, folder, file, stage, progress):
+    result = run_training(train, progress=_report(stage, progress), game=game)
+    spec, params = result.policies[team]
+    write_team(folder / file, train, team, spec, params)
+    return {"final": _final(result.summary), "wall_s": result.wall_s}
+
+
+def _evaluate_stage(
+    config, game, blue_path, population, held_out, red_path, g, progress, folder
+):
+    """Blue's seeds against every red: the population, the held-out reds and its
+    best response (each seed of it)."""
+    del folder  # the evaluation writes no file
+    return _evaluate(
+        config, game, blue_path, population, held_out, red_path, g, progress
+    )
+
+
+def _evaluate(config, game, blue_path, population, held_out, red_path, g, progress):
+    """Blue's seeds against every red: the population, the held-out reds and its
+    best response (each seed of it)."""
+    env, params = game
+    blue_spec, blue_params = read_team(blue_path, config.blue_team)
+    reds = {}
+    for group, paths in (("population", population), ("held_out", held_out)):
+        for i, path in enumerate(paths):
+            spec, stacked = read_team(path, config.red_team)
+            for s in range(jax.tree.leaves(stacked)[0].shape[0]):
+                name = f"{group}_{i}_s{s}"
+                reds[name] = TournamentEntry(
+                    name,
+                    PolicyPlayer(spec, greedy=False),
+                    jax.tree.map(lambda x, s=s: x[s : s + 1], stacked),
+                )
+    spec, stacked = read_team(red_path, config.red_team)
+    for s in range(jax.tree.leaves(stacked)[0].shape[0]):
+        name = f"best_response_s{s}"
+        reds[name] = TournamentEntry(
+            name,
+            PolicyPlayer(spec, greedy=False),
+            jax.tree.map(lambda x, s=s: x[s : s + 1], stacked),
+        )
+    progress(f"[eval g{g}] blue x {len(reds)} reds x {config.eval_episodes}")
+    blue = TournamentEntry("blue", PolicyPlayer(blue_spec, greedy=False), blue_params)
+    sides = ([blue], list(reds.values()))
+    if env.team_index(config.blue_team) != 0:
+        raise InvalidParameterError(
+            f"the co-training evaluation plays blue as the game's first team; "
+            f"{config.game}'s first team is {env.team_names[0]!r}"
+        )
+    result = play_tournament(
+        env,
+        params,
+        *sides,
+        jax.random.fold_in(jax.random.key(config.seed), 5000 + g),
+        num_episodes=config.eval_episodes,
+    )
+    values = result.metric(config.metric)[0]  # [C, P, N]
+    by_name = dict(zip(result.column_names, values, strict=True))
+
+    def pooled(prefix: str) -> dict[str, Any]:
+        chosen = [v for n, v in by_name.items() if n.startswith(prefix)]
+        summary = mean_interval(np.concatenate([np.ravel(v) for v in chosen]))
+        per_seed = np.mean(np.stack([np.asarray(v) for v in chosen]), (0, 2))
+        return {**summary, "per_blue_seed": per_seed.tolist()}
+
+    red_returns = result.metric(f"return/{config.red_team}")[0]
+    br = [i for i, n in enumerate(result.column_names) if n.startswith("best_resp")]
+    return {
+        "captures_vs_population": pooled("population_"),
+        "captures_vs_held_out": pooled("held_out_"),
+        "exploitability": {
+            "captures_vs_best_response": pooled("best_response_"),
+            "best_response_return": mean_interval(np.ravel(red_returns[br])),
+        },
+    }
+
+
+# -- small helpers ----------------------------------------------------------------
+def _report(stage: str, progress):
+    def report(p) -> None:
+        progress(
+            f"[{stage}] chunk {p.chunk}/{p.num_chunks}  "
+            f"{p.env_steps:,}/{p.total_env_steps:,} steps"
+        )
+
+    return report
+
+
+def _final(summary: dict[str, Any]) -> dict[str, Any]:
+    """The training's last-chunk means (returns and the game's totals)."""
+    return {
+        key: value.get("mean") if isinstance(value, dict) else value
+        for key, value in summary.get("final", {}).items()
+    }
+
+
+def _plain(value: Any) -> Any:
+    """``value`` (a dataclass config, or tuples) as plain JSON values."""
+    if dataclasses.is_dataclass(value):
+        value = dataclasses.asdict(value)
+    return json.loads(json.dumps(value))
+
+
+def _fingerprint(path: str | Path | None) -> dict[str, str] | None:
+    """:func:`mopa.experiments.stages.file_fingerprint` (imported on use: the
+    experiments package imports this module), ``None`` for no file."""
+    from mopa.experiments.stages import file_fingerprint
+
+    return None if path is None else file_fingerprint(path)

@@ -1,0 +1,240 @@
+"""A game in which one team also observes its belief about the opponent's style.
+
+:class:`BeliefObservation` wraps any mopa game. At every step it updates the joint
+belief of :mod:`mopa.opponent.population` (over the population model's intents and
+members, with the "none fits" test) from the opponent team's moves, and appends
+that belief to every agent's observation of the observing team::
+
+    obs'[team] = [obs[team], joint_belief (K x M, flattened), P(none fits)]
+
+Inside the game the opponent's moves are known exactly (they are the step's
+actions), so any game works, with no inference of the moves from the state. The
+belief starts afresh at every reset (an episode), from the model's priors. The
+other teams' observations are unchanged.
+
+The team then learns a policy that reads the belief (a belief-conditioned policy,
+the research's Part 1), with any of mopa's trainers, by passing the wrapped game
+as ``game=``::
+
+    game = BeliefObservation(env, "predator", "prey", config, clones)
+    run_training(mappo_config, game=(game, game.default_params))
+
+The clone weights live in the params (:class:`BeliefGameParams`), not in the
+wrapper: re-fitting the model changes numbers, not the compiled program.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from mopa.envs.base import Env, StepOutput, TeamArrays
+from mopa.envs.spaces import Box, Discrete
+from mopa.envs.wrappers import Wrapper
+from mopa.errors import InvalidParameterError
+from mopa.opponent.population import (
+    DEFAULT_EPSILON,
+    DEFAULT_FALLBACK_PRIOR,
+    PopulationBeliefState,
+    PopulationConfig,
+    init_population_belief,
+    joint_belief,
+    none_fits_probability,
+    num_members,
+    observe_opponent,
+)
+
+
+@struct.dataclass
+class BeliefGameParams:
+    """Numbers of a :class:`BeliefObservation`: the game's and the model's."""
+
+    env: Any
+    """The wrapped game's params."""
+    clones: Any
+    """The population model's clone weights, leaves ``[M, ...]``."""
+
+    @property
+    def max_steps(self) -> Any:
+        """The wrapped game's episode length (where it has one)."""
+        return self.env.max_steps
+
+
+@struct.dataclass
+class BeliefGameState:
+    env_state: Any
+    belief: PopulationBeliefState
+
+
+class BeliefObservation(Wrapper):
+    """``env`` with ``team``'s observation extended by its belief about
+    ``opponent``'s style (see the module docstring)."""
+
+    def __init__(
+        self,
+        env: Env,
+        team: str,
+        opponent: str,
+        population: PopulationConfig,
+        clones: Any,
+        *,
+        epsilon: float = DEFAULT_EPSILON,
+        fallback_prior: float = DEFAULT_FALLBACK_PRIOR,
+    ):
+        super().__init__(env)
+        self.team = env.team_index(team)
+        self.opponent = env.team_index(opponent)
+        if self.team == self.opponent:
+            raise InvalidParameterError(
+                f"team and opponent must differ, both are {team!r}"
+            )
+        if not isinstance(population, PopulationConfig):
+            raise InvalidParameterError(
+                "population must be a PopulationConfig, got "
+                f"{type(population).__name__}"
+            )
+        space = env.action_space(self.opponent)
+        if not isinstance(space, Discrete) or space.n != population.num_actions:
+            raise InvalidParameterError(
+                f"population: its clones take {population.num_actions} actions; "
+                f"{opponent!r} plays {space}"
+            )
+        if not 0.0 < float(fallback_prior) < 1.0:
+            raise InvalidParameterError(
+                f"fallback_prior must be in (0, 1), got {fallback_prior}"
+            )
+        if not 0.0 <= float(epsilon) < 1.0:
+            raise InvalidParameterError(f"epsilon must be in [0, 1), got {epsilon}")
+        self.population = population
+        self.num_members = num_members(clones)
+        self.epsilon = float(epsilon)
+        self.fallback_prior = float(fallback_prior)
+        self._clones = clones
+        if callable(getattr(env, "global_state", None)):
+            # Centralised critics read the game's state; the belief is in the
+            # team's own observations, which they read as well.
+            self.global_state = self._global_state
+
+    # -- structure ---------------------------------------------------------------
+    @property
+    def belief_size(self) -> int:
+        """Entries appended to the team's observation: ``K M + 1``."""
+        return self.population.num_intents * self.num_members + 1
+
+    def observation_space(self, team: int) -> Box:
+        space = self.env.observation_space(team)
+        if team != self.team:
+            return space
+        (width,) = space.shape
+        return Box(
+            low=min(float(space.low), 0.0),
+            high=max(float(space.high), 1.0),
+            shape=(width + self.belief_size,),
+            dtype=space.dtype,
+        )
+
+    @property
+    def default_params(self) -> BeliefGameParams:
+        return BeliefGameParams(env=self.env.default_params, clones=self._clones)
+
+    def validate_params(self, params: Any) -> None:
+        if not isinstance(params, BeliefGameParams):
+            raise InvalidParameterError(
+                f"params must be BeliefGameParams, got {type(params).__name__}"
+            )
+        self.env.validate_params(params.env)
+        if num_members(params.clones) != self.num_members:
+            raise InvalidParameterError(
+                f"params.clones: {num_members(params.clones)} members, the game "
+                f"was built for {self.num_members}"
+            )
+
+    def _key(self) -> tuple:
+        return (
+            type(self),
+            self.env,
+            self.team,
+            self.opponent,
+            self.population,
+            self.num_members,
+            self.epsilon,
+            self.fallback_prior,
+        )
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self._key() == other._key()
+
+    # -- dynamics ----------------------------------------------------------------
+    def fresh_belief(self) -> PopulationBeliefState:
+        """The belief before an episode's first move."""
+        return init_population_belief(
+            self.population.num_intents,
+            self.num_members,
+            fallback_prior=self.fallback_prior,
+        )
+
+    def _reset(self, key: jax.Array, params: BeliefGameParams):
+        obs, env_state = self.env.reset(key, params.env)
+        state = BeliefGameState(env_state, self.fresh_belief())
+        return self._extend(obs, state.belief), state
+
+    def _step(
+        self,
+        key: jax.Array,
+        state: BeliefGameState,
+        actions: TeamArrays,
+        params: BeliefGameParams,
+    ) -> StepOutput:
+        seen = self.env.observe(state.env_state, params.env)[self.opponent]
+        belief = observe_opponent(
+            self.population,
+            params.clones,
+            state.belief,
+            seen,
+            actions[self.opponent],
+            self.epsilon,
+        )
+        obs, env_state, rewards, terminated, truncated, info = self.env.step(
+            key, state.env_state, actions, params.env
+        )
+        state = BeliefGameState(env_state, belief)
+        return self._extend(obs, belief), state, rewards, terminated, truncated, info
+
+    def _global_state(self, state: BeliefGameState, params: BeliefGameParams):
+        return self.env.global_state(state.env_state, params.env)
+
+    def observe(self, state: BeliefGameState, params: BeliefGameParams) -> TeamArrays:
+        return self._extend(self.env.observe(state.env_state, params.env), state.belief)
+
+    def _extend(self, obs: TeamArrays, belief: PopulationBeliefState) -> TeamArrays:
+        features = belief_features(belief)
+        own = obs[self.team]
+        extra = jnp.broadcast_to(
+            features.astype(own.dtype), (own.shape[0], features.size)
+        )
+        return tuple(
+            jnp.concatenate([o, extra], -1) if t == self.team else o
+            for t, o in enumerate(obs)
+        )
+
+
+def belief_features(belief: PopulationBeliefState) -> jax.Array:
+    """``[K M + 1]`` what :class:`BeliefObservation` appends: the joint belief,
+    flattened (intent-major), and the none-fits probability."""
+    return jnp.concatenate(
+        [joint_belief(belief).reshape(-1), none_fits_probability(belief)[None]]
+    )
+
+
+__all__ = [
+    "BeliefGameParams",
+    "BeliefGameState",
+    "BeliefObservation",
+    "belief_features",
+]

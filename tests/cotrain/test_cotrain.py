@@ -1,0 +1,111 @@
+"""The co-training loop: its files and schema (quick profile, through the CLI),
+resuming after a kill, and its configuration's errors."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from mopa.cli.cotrain import PROFILE_NAMES
+from mopa.cli.main import main
+from mopa.cotrain import BLUES, CotrainConfig, run_cotrain
+from mopa.errors import InvalidParameterError
+from mopa.experiments.cotrain import PROFILES
+from mopa.experiments.stages import Stages
+
+QUICK = PROFILES["quick"]
+EVALUATED = ("captures_vs_population", "captures_vs_held_out")
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("cotrain") / "quick"
+    assert main(["cotrain", "--profile", "quick", "--out", str(out)]) == 0
+    return out
+
+
+def _interval(cell: dict) -> None:
+    low, high = cell["ci95"]
+    assert low <= cell["mean"] <= high
+
+
+def test_the_quick_profile_writes_the_files_and_the_schema(quick_run):
+    for name in ("results.json", "results.md", "config.json", "meta.json"):
+        assert (quick_run / name).is_file(), name
+    assert (quick_run / "generations.png").stat().st_size > 10_000
+    results = json.loads((quick_run / "results.json").read_text())
+    assert results["profile"] == "quick"
+    assert set(results["lineages"]) == set(BLUES)
+    members = results["family"]["members"]
+    assert len(members) == len(QUICK.family) * QUICK.family_seeds
+    held_out = [m for m in members if m["held_out"]]
+    assert len(held_out) == len(QUICK.family) * len(QUICK.held_out_seeds)
+    fitting = len(members) - len(held_out)
+    for blue, generations in results["lineages"].items():
+        assert [g["generation"] for g in generations] == list(range(QUICK.generations))
+        for g in generations:
+            # Red's population grows by one best response (all its seeds) a
+            # generation.
+            assert g["population_size"] == fitting + g["generation"]
+            for key in EVALUATED:
+                _interval(g[key])
+                assert len(g[key]["per_blue_seed"]) == QUICK.num_seeds
+            _interval(g["exploitability"]["captures_vs_best_response"])
+            _interval(g["exploitability"]["best_response_return"])
+            fitted = blue == "remodel" or (blue == "fit_once" and g["generation"] == 0)
+            assert (g["model"] is not None) == fitted
+            if fitted:
+                assert g["model"]["num_styles"] == QUICK.styles.num_styles
+                assert -1.0 <= g["model"]["against_identities"]["ari"] <= 1.0
+        assert (
+            results["final"][blue]["exploitability"]
+            == generations[-1]["exploitability"]
+        )
+    text = (quick_run / "results.md").read_text()
+    assert "captures vs its best response" in text and "| remodel |" in text
+
+
+def test_a_killed_league_resumes_to_the_same_results(quick_run, tmp_path):
+    """KilledError as the model blue's first training starts, run again: every
+    number equals the uninterrupted run's."""
+    config = QUICK
+    root = tmp_path / "stages"
+
+    class KilledError(Exception):
+        pass
+
+    def kill_at_remodel(line: str) -> None:
+        if line.startswith("[blue_remodel_g0] chunk"):
+            raise KilledError(line)
+
+    with pytest.raises(KilledError):
+        run_cotrain(config, kill_at_remodel, Stages(root, progress=kill_at_remodel))
+    assert (root / "eval_blind_g1" / "stage.json").is_file()
+    assert not (root / "blue_remodel_g0" / "stage.json").exists()
+    resumed = run_cotrain(config, lambda line: None, Stages(root))
+    uninterrupted = json.loads((quick_run / "results.json").read_text())
+    for key in ("family", "lineages", "final"):
+        assert json.loads(json.dumps(resumed[key])) == uninterrupted[key], key
+
+
+def test_the_cli_profiles_are_the_experiments():
+    assert set(PROFILE_NAMES) == set(PROFILES)
+
+
+def test_bad_leagues_are_named():
+    with pytest.raises(InvalidParameterError, match="blues must be distinct"):
+        CotrainConfig(blues=("blind", "psychic"))
+    with pytest.raises(InvalidParameterError, match="every family seed is held"):
+        CotrainConfig(family_seeds=1, held_out_seeds=(0,))
+    with pytest.raises(InvalidParameterError, match="held_out_seeds must be in"):
+        CotrainConfig(held_out_seeds=(5,))
+    with pytest.raises(InvalidParameterError, match="generations must be >= 1"):
+        CotrainConfig(generations=0)
+    with pytest.raises(InvalidParameterError, match="family names"):
+        CotrainConfig(family=(("a", ()), ("a", ())))
+    config = CotrainConfig(red_private_tail=2)
+    assert config.styles.drop_obs_tail == 2  # the model never reads red's tail
+    assert dataclasses.replace(config, generations=3).styles.drop_obs_tail == 2
