@@ -4,9 +4,11 @@ encoders that map them to a latent strategy (:mod:`mopa.opponent.encoders`),
 online beliefs over strategies (:mod:`mopa.opponent.beliefs`), their calibration
 (:mod:`mopa.opponent.calibration`), scikit-learn metrics of latents
 (:mod:`mopa.opponent.metrics`), latent-conditioned behaviour cloning
-(:mod:`mopa.opponent.bc`) and the population model of a family of opponents with
+(:mod:`mopa.opponent.bc`), the population model of a family of opponents with
 its joint belief over (intent, style) and "none fits" test
-(:mod:`mopa.opponent.population`).
+(:mod:`mopa.opponent.population`), styles found without labels
+(:mod:`mopa.opponent.styles`) and a game whose team observes that belief
+(:mod:`mopa.opponent.belief_game`).
 
 Only the first-level names are re-exported here; import the submodules for the
 rest (losses, update steps, data builders).
@@ -19,6 +21,7 @@ from mopa.opponent.bc import (
     steering_rate,
 )
 from mopa.opponent.bc import make_train as make_bc_train
+from mopa.opponent.belief_game import BeliefObservation
 from mopa.opponent.beliefs import (
     bayes_beliefs,
     fit_readout_temperature,
@@ -102,9 +105,13 @@ from mopa.opponent.representations import (
     prefix_windows,
     raw_sequence,
 )
+from mopa.opponent.styles import StyleConfig, fit_style_population
 
 __all__ = [
     "BCConfig",
+    "BeliefObservation",
+    "StyleConfig",
+    "fit_style_population",
     "action_match",
     "accuracy_by_step",
     "bayes_beliefs",

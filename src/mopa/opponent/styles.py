@@ -29,14 +29,13 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from sklearn.cluster import KMeans
-from sklearn.metrics import adjusted_rand_score, silhouette_score
 
 from mopa.core.checks import check_fields
 from mopa.errors import InvalidParameterError
 from mopa.opponent.bc import BCConfig
 from mopa.opponent.data import TrajectoryDataset
 from mopa.opponent.encoders import VAEConfig, make_train_vae, vae_encode
+from mopa.opponent.metrics import cluster as fit_clusters
 from mopa.opponent.population import MemberData, PopulationConfig, fit_population
 
 
@@ -189,11 +188,13 @@ def discover_styles(
     latents = np.asarray(vae_encode(vae, params, x)[0], np.float64)
 
     def cluster(k: int) -> np.ndarray:
-        return KMeans(k, n_init=10, random_state=config.seed).fit_predict(latents)
+        return fit_clusters(latents, k, "kmeans", config.seed)
 
     if config.num_styles is not None:
         labels = cluster(config.num_styles)
         return Styles(labels, config.num_styles, {}, latents.astype(np.float32))
+    from sklearn.metrics import silhouette_score
+
     scores, fits = {}, {}
     for k in range(2, min(config.max_styles, count - 1) + 1):
         fits[k] = cluster(k)
@@ -261,6 +262,8 @@ def style_purity(labels: np.ndarray, truth: np.ndarray) -> dict[str, float]:
     """How the styles found match known identities (evaluation only):
     ``{"ari", "purity"}`` (the adjusted Rand index, and the share of episodes
     whose style's most common identity is their own)."""
+    from sklearn.metrics import adjusted_rand_score
+
     labels, truth = np.asarray(labels), np.asarray(truth)
     if labels.shape != truth.shape:
         raise InvalidParameterError(
