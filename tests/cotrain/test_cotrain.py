@@ -59,7 +59,9 @@ def test_the_quick_profile_writes_the_files_and_the_schema(quick_run):
             assert (g["model"] is not None) == fitted
             if fitted:
                 assert g["model"]["num_styles"] == QUICK.styles.num_styles
-                assert -1.0 <= g["model"]["against_identities"]["ari"] <= 1.0
+                for key in ("against_identities", "against_intents"):
+                    assert -1.0 <= g["model"][key]["ari"] <= 1.0
+                    assert 0.0 < g["model"][key]["purity"] <= 1.0
         assert (
             results["final"][blue]["exploitability"]
             == generations[-1]["exploitability"]

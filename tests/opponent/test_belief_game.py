@@ -56,6 +56,9 @@ def test_the_team_sees_the_prior_at_reset_and_the_others_see_the_game(game):
     assert obs[0].shape == (3, 19) and obs[1].shape == (1, 14)
     np.testing.assert_array_equal(obs[0][:, :16], inner_obs[0])
     np.testing.assert_array_equal(obs[1], inner_obs[1])
+    np.testing.assert_array_equal(state.pos, state.env_state.pos)  # reads through
+    with pytest.raises(AttributeError):
+        state.nope  # noqa: B018
     # Every predator sees the prior: half on each member, none-fits at its prior.
     np.testing.assert_allclose(obs[0][:, 16:], [[0.5, 0.5, 0.01]] * 3, atol=1e-6)
 

@@ -11,7 +11,8 @@ One lineage per blue kind (:data:`BLUES`), each over generations ``g = 0 .. G-1`
    0``) go to :func:`mopa.opponent.styles.fit_style_population`: styles found by a
    VAE and k-means, **without labels**, one clone per style. ``remodel`` re-fits
    every generation; ``fit_once`` keeps generation 0's model. Red's identities are
-   used only to score the styles found (adjusted Rand index).
+   used only to score the styles found (adjusted Rand index against red's
+   identities, and against its intents where the game has them).
 3. **Blue**: a MAPPO team trained from scratch against the pool ``R_g``
    (:mod:`mopa.algos.common`'s ``pool:`` source: one member per game and
    episode). ``blind`` sees the game alone; the model blues see it through
@@ -109,11 +110,11 @@ class CotrainConfig:
     """Seeds of every family run."""
     held_out_seeds: tuple[int, ...] = (2,)
     """Seeds of every family run kept out of red's population: the held-out reds."""
-    family_steps: int = 600_000
+    family_steps: int = 1_500_000
     """Environment steps of every family run."""
-    blue_steps: int = 300_000
+    blue_steps: int = 800_000
     """Environment steps of every blue training."""
-    red_steps: int = 200_000
+    red_steps: int = 400_000
     """Environment steps of every best-response red (the exploitability budget)."""
     hidden: tuple[int, ...] = (64,)
     """Hidden widths of every policy."""
@@ -492,12 +493,17 @@ def _fit_model(
     )
     write_model(folder / "model.msgpack", model, clones)
     _, codes = np.unique(np.asarray(truth), return_inverse=True)
-    return {
+    result = {
         "num_styles": styles.num_styles,
         "silhouette": {str(k): v for k, v in styles.silhouette.items()},
         "against_identities": style_purity(styles.labels, codes),
         "episodes": int(styles.labels.size),
     }
+    if "intent" in dataset.header["episode_fields"]:  # one episode per chain
+        result["against_intents"] = style_purity(
+            styles.labels, np.asarray(dataset["intent"])[:, 0]
+        )
+    return result
 
 
 def _team_stage(

@@ -96,14 +96,22 @@ def results_markdown(results: dict[str, Any]) -> str:
         lines += [
             "## Styles found without labels",
             "",
-            "| blue | generation | styles | ARI vs red identity | purity |",
+            "| blue | generation | styles | ARI vs red identity (purity) | "
+            "ARI vs red's intent (purity) |",
             "|---|---|---|---|---|",
         ]
         for blue, g in models:
-            score = g["model"]["against_identities"]
+            cells = [
+                f"{score['ari']:.2f} ({score['purity']:.2f})" if score else "-"
+                for score in (
+                    g["model"]["against_identities"],
+                    g["model"].get("against_intents"),
+                )
+            ]
             lines.append(
                 f"| {blue} | {g['generation']} | {g['model']['num_styles']} | "
-                f"{score['ari']:.2f} | {score['purity']:.2f} |"
+                + " | ".join(cells)
+                + " |"
             )
         lines.append("")
     return "\n".join(lines)

@@ -65,8 +65,17 @@ class BeliefGameParams:
 
 @struct.dataclass
 class BeliefGameState:
+    """The wrapped game's state and the belief; the wrapped state's fields read
+    through (``state.pos``, ``state.intent``), so tools that record a game's
+    state (trajectory datasets) see the same fields."""
+
     env_state: Any
     belief: PopulationBeliefState
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("env_state", "belief"):
+            raise AttributeError(name)
+        return getattr(self.env_state, name)
 
 
 class BeliefObservation(Wrapper):
