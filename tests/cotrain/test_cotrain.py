@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -71,23 +72,32 @@ def test_the_quick_profile_writes_the_files_and_the_schema(quick_run):
 
 
 def test_a_killed_league_resumes_to_the_same_results(quick_run, tmp_path):
-    """KilledError as the model blue's first training starts, run again: every
-    number equals the uninterrupted run's."""
-    config = QUICK
-    root = tmp_path / "stages"
+    """The uninterrupted league's folder, moved, its last generation's stages
+    removed; killed half-way through the best response's training, run again:
+    every number equals the uninterrupted run's, and every earlier stage is
+    reused."""
+    root = tmp_path / "moved" / "stages"
+    shutil.copytree(quick_run / "stages", root)
+    last = QUICK.generations - 1
+    redone = [f"{kind}_fit_once_g{last}" for kind in ("blue", "red", "eval")]
+    for name in redone:
+        shutil.rmtree(root / name)
 
     class KilledError(Exception):
         pass
 
-    def kill_at_remodel(line: str) -> None:
-        if line.startswith("[blue_remodel_g0] chunk"):
+    def kill(line: str) -> None:
+        if line.startswith(f"[red_fit_once_g{last}] chunk"):
             raise KilledError(line)
 
     with pytest.raises(KilledError):
-        run_cotrain(config, kill_at_remodel, Stages(root, progress=kill_at_remodel))
-    assert (root / "eval_blind_g1" / "stage.json").is_file()
-    assert not (root / "blue_remodel_g0" / "stage.json").exists()
-    resumed = run_cotrain(config, lambda line: None, Stages(root))
+        run_cotrain(QUICK, kill, Stages(root))
+    assert (root / redone[0] / "stage.json").is_file()
+    assert not (root / redone[1] / "stage.json").exists()
+    lines = []
+    resumed = run_cotrain(QUICK, lines.append, Stages(root, progress=lines.append))
+    ran = sorted(line.split("]")[0][1:] for line in lines if line.endswith("running"))
+    assert ran == sorted(redone[1:])  # all else reused, the moved folder included
     uninterrupted = json.loads((quick_run / "results.json").read_text())
     for key in ("family", "lineages", "final"):
         assert json.loads(json.dumps(resumed[key])) == uninterrupted[key], key

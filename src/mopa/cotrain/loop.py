@@ -516,7 +516,8 @@ def _team_stage(
     steps = config.blue_steps if team == config.blue_team else config.red_steps
     train = config.train_config(steps, seed, frozen=((other, pool_source(opponents)),))
     inputs = {
-        "train": train.to_dict(),
+        # The frozen pool names the opponents' paths: their content stands in.
+        "train": {k: v for k, v in train.to_dict().items() if k != "frozen"},
         "opponents": [_fingerprint(p) for p in opponents],
         "model": _fingerprint(model_path),
     }
@@ -635,9 +636,10 @@ def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-def _fingerprint(path: str | Path | None) -> dict[str, str] | None:
-    """:func:`mopa.experiments.stages.file_fingerprint` (imported on use: the
-    experiments package imports this module), ``None`` for no file."""
-    from mopa.experiments.stages import file_fingerprint
+def _fingerprint(path: str | Path | None) -> str | None:
+    """The SHA-256 of a file an earlier stage wrote (its content only, so that a
+    league folder moved elsewhere reuses its stages), ``None`` for no file."""
+    from mopa.experiments.stages import file_fingerprint  # imported on use: the
+    # experiments package imports this module
 
-    return None if path is None else file_fingerprint(path)
+    return None if path is None else file_fingerprint(path)["sha256"]
