@@ -118,6 +118,13 @@ def test_bad_leagues_are_named():
         CotrainConfig(generations=0)
     with pytest.raises(InvalidParameterError, match="family names"):
         CotrainConfig(family=(("a", ()), ("a", ())))
+    for bad, message in (
+        (dict(blue_team="prey", red_team="predator"), "first and second teams"),
+        (dict(metric="goals"), "metric must be one of"),
+        (dict(red_private_tail=18), "less than red's observation width"),
+    ):
+        with pytest.raises(InvalidParameterError, match=message):
+            run_cotrain(dataclasses.replace(QUICK, **bad), print, Stages(None))
     config = CotrainConfig(red_private_tail=2)
     assert config.styles.drop_obs_tail == 2  # the model never reads red's tail
     assert dataclasses.replace(config, generations=3).styles.drop_obs_tail == 2

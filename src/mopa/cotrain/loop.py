@@ -260,6 +260,7 @@ def run_cotrain(
     """Every lineage's generations (see the module docstring); returns the
     results (JSON-able)."""
     env, env_params = make(config.game, **dict(config.game_overrides))
+    check_league_game(config, env, env_params)
     family = _family(config, progress, stages)
     paths = {m["name"]: str(stages.root / m["file"]) for m in family["members"]}
     fitting = [paths[m["name"]] for m in family["members"] if not m["held_out"]]
@@ -294,6 +295,31 @@ def run_cotrain(
         },
         "timing_s": dict(stages.timing_s),
     }
+
+
+def check_league_game(config: CotrainConfig, env, env_params) -> None:
+    """Refuse, before any training, a game the league cannot play: blue must be
+    its first team of two, red the second, and ``metric`` one of its totals."""
+    from mopa.envs.base import episode_sum_keys
+
+    if tuple(env.team_names) != (config.blue_team, config.red_team):
+        raise InvalidParameterError(
+            f"blue_team and red_team must be {config.game}'s first and second "
+            f"teams {tuple(env.team_names)}, got ({config.blue_team!r}, "
+            f"{config.red_team!r})"
+        )
+    totals = episode_sum_keys(env, env_params)
+    if config.metric not in totals:
+        raise InvalidParameterError(
+            f"metric must be one of {config.game}'s episode totals {totals}, got "
+            f"{config.metric!r}"
+        )
+    width = env.observation_space(env.team_index(config.red_team)).shape[0]
+    if config.red_private_tail >= width:
+        raise InvalidParameterError(
+            f"red_private_tail ({config.red_private_tail}) must be less than red's "
+            f"observation width ({width})"
+        )
 
 
 def _family(config: CotrainConfig, progress, stages: Stages) -> dict[str, Any]:
@@ -576,16 +602,11 @@ def _evaluate(config, game, blue_path, population, held_out, red_path, g, progre
         )
     progress(f"[eval g{g}] blue x {len(reds)} reds x {config.eval_episodes}")
     blue = TournamentEntry("blue", PolicyPlayer(blue_spec, greedy=False), blue_params)
-    sides = ([blue], list(reds.values()))
-    if env.team_index(config.blue_team) != 0:
-        raise InvalidParameterError(
-            f"the co-training evaluation plays blue as the game's first team; "
-            f"{config.game}'s first team is {env.team_names[0]!r}"
-        )
     result = play_tournament(
         env,
         params,
-        *sides,
+        [blue],
+        list(reds.values()),
         jax.random.fold_in(jax.random.key(config.seed), 5000 + g),
         num_episodes=config.eval_episodes,
     )
