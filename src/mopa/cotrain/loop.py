@@ -46,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mopa.algos import MAPPOConfig, run_training
-from mopa.algos.common import POOL_PREFIX
+from mopa.algos.common import POOL_PREFIX, frozen_policy, pool_size, team_infos
 from mopa.core.checkpoint import (
     FORMAT_VERSION,
     read_msgpack,
@@ -366,6 +366,7 @@ def _lineage(
     config, blue, env, env_params, fitting, held_out, identities, progress, stages
 ) -> list[dict[str, Any]]:
     population = list(fitting)  # red's population, as checkpoint paths
+    identities = dict(identities)  # this lineage's best responses join it
     generations, model_path, previous = [], None, None
     for g in range(config.generations):
         tag = f"{blue}_g{g}"
@@ -400,7 +401,7 @@ def _lineage(
                 ),
             )
             model_path = str(stages.folder(model_stage) / "model.msgpack")
-        game = _game(config, env, env_params, model_path if blue != "blind" else None)
+        game = _game(config, env, env_params, model_path)  # None for blind
         offset = config.seed + 1000 * (BLUES.index(blue) + 1) + g
         blue_result, blue_path = _team_stage(
             config,
@@ -437,7 +438,7 @@ def _lineage(
                 "seed": config.seed,
             },
             functools.partial(
-                _evaluate_stage,
+                _evaluate,
                 config,
                 game,
                 blue_path,
@@ -478,17 +479,10 @@ def _fit_model(
 ) -> dict[str, Any]:
     """Red's trajectories against the previous blue, and the styles fitted on them."""
     progress(f"[model g{g}] {len(population)} reds x {config.data_episodes} episodes")
-    if previous is None:
+    if previous is None:  # a uniform-random blue
         game, game_params = env, env_params
-        blue_team = env.team_index(config.blue_team)
-        space = env.action_space(blue_team)
-        blue_spec = PolicySpec(
-            kind="random",
-            num_agents=env.team_sizes[blue_team],
-            obs_size=env.observation_space(blue_team).shape[0],
-            num_actions=space.n,
-        )
-        blue_params = {}
+        blue_info = team_infos(env)[env.team_index(config.blue_team)]
+        blue_spec, blue_params = frozen_policy("random", config.game, blue_info)
     else:
         game, game_params = _game(config, env, env_params, previous["model"])
         blue_spec, stacked = read_team(previous["blue"], config.blue_team)
@@ -496,17 +490,12 @@ def _fit_model(
     datasets, truth = [], []
     for i, path in enumerate(population):
         red_spec, red_params = read_team(path, config.red_team)
-        players = [PolicyPlayer(blue_spec, greedy=False), PolicyPlayer(red_spec, False)]
-        params = [blue_params, jax.tree.map(lambda x: x[0], red_params)]
-        if game.team_index(config.blue_team) != 0:
-            players.reverse()
-            params.reverse()
         datasets.append(
-            generate(
+            generate(  # blue is the game's first team (check_league_game)
                 game,
                 game_params,
-                tuple(players),
-                tuple(params),
+                (PolicyPlayer(blue_spec, greedy=False), PolicyPlayer(red_spec, False)),
+                (blue_params, jax.tree.map(lambda x: x[0], red_params)),
                 jax.random.fold_in(jax.random.key(config.seed), 7000 + 100 * g + i),
                 num_chains=config.data_episodes,
             )
@@ -565,48 +554,44 @@ def _train_one(config, team, train, game, folder, file, stage, progress):
     return {"final": _final(result.summary), "wall_s": result.wall_s}
 
 
-def _evaluate_stage(
-    config, game, blue_path, population, held_out, red_path, g, progress, folder
-):
-    """Blue's seeds against every red: the population, the held-out reds and its
-    best response (each seed of it)."""
-    del folder  # the evaluation writes no file
-    return _evaluate(
-        config, game, blue_path, population, held_out, red_path, g, progress
-    )
-
-
-def _evaluate(config, game, blue_path, population, held_out, red_path, g, progress):
-    """Blue's seeds against every red: the population, the held-out reds and its
-    best response (each seed of it)."""
-    env, params = game
-    blue_spec, blue_params = read_team(blue_path, config.blue_team)
-    reds = {}
-    for group, paths in (("population", population), ("held_out", held_out)):
-        for i, path in enumerate(paths):
-            spec, stacked = read_team(path, config.red_team)
-            for s in range(jax.tree.leaves(stacked)[0].shape[0]):
-                name = f"{group}_{i}_s{s}"
-                reds[name] = TournamentEntry(
-                    name,
-                    PolicyPlayer(spec, greedy=False),
-                    jax.tree.map(lambda x, s=s: x[s : s + 1], stacked),
-                )
-    spec, stacked = read_team(red_path, config.red_team)
-    for s in range(jax.tree.leaves(stacked)[0].shape[0]):
-        name = f"best_response_s{s}"
-        reds[name] = TournamentEntry(
-            name,
+def _seed_entries(config, prefix: str, path: str) -> list[TournamentEntry]:
+    """Every seed of the red checkpoint ``path`` as its own entry,
+    ``<prefix>_s<seed>`` (params ``[1, ...]``)."""
+    spec, stacked = read_team(path, config.red_team)
+    return [
+        TournamentEntry(
+            f"{prefix}_s{s}",
             PolicyPlayer(spec, greedy=False),
             jax.tree.map(lambda x, s=s: x[s : s + 1], stacked),
         )
+        for s in range(pool_size(stacked))
+    ]
+
+
+def _evaluate(
+    config, game, blue_path, population, held_out, red_path, g, progress, folder
+):
+    """Blue's seeds against every red: the population, the held-out reds and its
+    best response (each seed of it). The stage writes no file in ``folder``."""
+    del folder
+    env, params = game
+    blue_spec, blue_params = read_team(blue_path, config.blue_team)
+    reds = [
+        *(
+            entry
+            for group, paths in (("population", population), ("held_out", held_out))
+            for i, path in enumerate(paths)
+            for entry in _seed_entries(config, f"{group}_{i}", path)
+        ),
+        *_seed_entries(config, "best_response", red_path),
+    ]
     progress(f"[eval g{g}] blue x {len(reds)} reds x {config.eval_episodes}")
     blue = TournamentEntry("blue", PolicyPlayer(blue_spec, greedy=False), blue_params)
     result = play_tournament(
         env,
         params,
         [blue],
-        list(reds.values()),
+        reds,
         jax.random.fold_in(jax.random.key(config.seed), 5000 + g),
         num_episodes=config.eval_episodes,
     )

@@ -122,26 +122,25 @@ def episode_features(
     Returns:
         ``(features [E, D - drop_obs_tail + num_actions], where)``.
     """
-    obs = np.asarray(dataset[f"obs.{team}"], np.float32)  # [C, S, A_t, D]
-    if not 0 <= drop_obs_tail < obs.shape[-1]:
+    width = dataset[f"obs.{team}"].shape[-1]
+    if not 0 <= drop_obs_tail < width:
         raise InvalidParameterError(
-            f"drop_obs_tail must be in [0, {obs.shape[-1]}), got {drop_obs_tail}"
+            f"drop_obs_tail must be in [0, {width}), got {drop_obs_tail}"
         )
-    obs = obs[..., : obs.shape[-1] - drop_obs_tail]
     actions = np.asarray(dataset[f"actions.{team}"])  # [C, S, A_t]
-    valid = np.asarray(dataset["valid"], bool)  # [C, S]
-    episode = np.asarray(dataset["episode"])  # [C, S]
     if actions.size and (actions.min() < 0 or actions.max() >= num_actions):
         raise InvalidParameterError(
             f"{team!r}'s actions must be in [0, {num_actions}), got "
             f"[{actions.min()}, {actions.max()}]"
         )
+    valid = np.asarray(dataset["valid"], bool)  # [C, S]
+    episode = np.asarray(dataset["episode"])  # [C, S]
+    steps_of = _episode_steps(dataset, team)
     rows, chains, episodes = [], [], []
-    for c in range(obs.shape[0]):
+    for c in range(valid.shape[0]):
         for e in np.unique(episode[c][valid[c]]):
-            steps = valid[c] & (episode[c] == e)
-            seen = obs[c, steps].reshape(-1, obs.shape[-1])
-            taken = actions[c, steps].reshape(-1)
+            seen, taken = steps_of(c, e)
+            seen = seen[:, : width - drop_obs_tail]
             counts = np.bincount(taken, minlength=num_actions)[:num_actions]
             rows.append(np.concatenate([seen.mean(0), counts / max(taken.size, 1)]))
             chains.append(c)
@@ -150,6 +149,24 @@ def episode_features(
         raise InvalidParameterError(f"the dataset holds no whole episode of {team!r}")
     where = EpisodeSteps(np.asarray(chains), np.asarray(episodes))
     return np.stack(rows).astype(np.float32), where
+
+
+def _episode_steps(dataset: TrajectoryDataset, team: str):
+    """``steps_of(chain, episode) -> (obs [n, D], actions [n])``: every valid step
+    of ``team``'s agents in one episode (agents pooled), the arrays read once."""
+    obs = np.asarray(dataset[f"obs.{team}"], np.float32)  # [C, S, A_t, D]
+    actions = np.asarray(dataset[f"actions.{team}"])  # [C, S, A_t]
+    valid = np.asarray(dataset["valid"], bool)  # [C, S]
+    episode = np.asarray(dataset["episode"])  # [C, S]
+
+    def steps_of(chain: int, index: int) -> tuple[np.ndarray, np.ndarray]:
+        steps = valid[chain] & (episode[chain] == index)
+        return (
+            obs[chain, steps].reshape(-1, obs.shape[-1]),
+            actions[chain, steps].reshape(-1),
+        )
+
+    return steps_of
 
 
 def discover_styles(
@@ -210,18 +227,15 @@ def style_members(
 ) -> list[MemberData]:
     """Every step of each style's episodes, one :class:`MemberData` per style
     (intent 0: the styles are the model's only latent)."""
-    obs = np.asarray(dataset[f"obs.{team}"], np.float32)
-    actions = np.asarray(dataset[f"actions.{team}"])
-    valid = np.asarray(dataset["valid"], bool)
-    episode = np.asarray(dataset["episode"])
+    steps_of = _episode_steps(dataset, team)
     members = []
     for style in range(int(labels.max()) + 1):
         seen, taken = [], []
         chosen = labels == style
         for c, e in zip(where.chain[chosen], where.episode[chosen], strict=True):
-            steps = valid[c] & (episode[c] == e)
-            seen.append(obs[c, steps].reshape(-1, obs.shape[-1]))
-            taken.append(actions[c, steps].reshape(-1))
+            obs, actions = steps_of(c, e)
+            seen.append(obs)
+            taken.append(actions)
         if not seen:
             raise InvalidParameterError(f"style {style} has no episode")
         taken = np.concatenate(taken).astype(np.int32)
