@@ -17,6 +17,7 @@ from mopa.cotrain import CotrainConfig, run_cotrain
 from mopa.experiments.registry import profile_name, register_experiment
 from mopa.opponent.bc import BCConfig
 from mopa.opponent.styles import StyleConfig
+from mopa.report.intent_report import interval_cell
 
 PROFILES = {
     "default": CotrainConfig(),
@@ -80,10 +81,7 @@ def results_markdown(results: dict[str, Any]) -> str:
     for key, sub, label in CURVES:
         lines += [f"## {label}", "", header, "|" + "---|" * (count + 1)]
         for blue, generations in lineages.items():
-            cells = [
-                f"{c['mean']:.2f} [{c['ci95'][0]:.2f}, {c['ci95'][1]:.2f}]"
-                for c in _curve(generations, key, sub)
-            ]
+            cells = [interval_cell(c) for c in _curve(generations, key, sub)]
             lines.append(f"| {blue} | " + " | ".join(cells) + " |")
         lines.append("")
     models = [
