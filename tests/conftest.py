@@ -10,6 +10,9 @@ compiles with its quickest settings."""
 
 import importlib.util
 import os
+import warnings
+
+import pytest
 
 os.environ.setdefault("JAX_NUM_CPU_DEVICES", "3")
 from mopa.core.compile_cache import use_compile_cache
@@ -22,3 +25,21 @@ use_compile_cache()
 
 if importlib.util.find_spec("jaxmarl") is not None:
     import jaxmarl  # noqa: F401
+
+
+@pytest.fixture(scope="module")
+def ray_backend():
+    """A :class:`~mopa.league.backend.RayBackend` of two workers on a local Ray
+    instance of two CPUs, shut down after the module (skips without Ray)."""
+    ray = pytest.importorskip(
+        "ray", reason="Ray is not installed (the ray extra: pip install mopa[ray])"
+    )
+    from mopa.league.backend import RayBackend
+
+    with warnings.catch_warnings():  # Ray's fork + exec, not a bare fork
+        warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
+        ray.init(num_cpus=2, include_dashboard=False)
+    try:
+        yield RayBackend(num_workers=2)
+    finally:
+        ray.shutdown()

@@ -16,6 +16,8 @@ from mopa.cotrain import BLUES, CotrainConfig, run_cotrain
 from mopa.errors import InvalidParameterError
 from mopa.experiments.cotrain import PROFILES
 from mopa.experiments.stages import Stages
+from mopa.league import CheckpointManifest, EloRatings, LeagueStore, fit_bradley_terry
+from tests.browser import assert_plots_unclipped, image_widths, report_page
 
 QUICK = PROFILES["quick"]
 EVALUATED = ("captures_vs_population", "captures_vs_held_out")
@@ -37,6 +39,7 @@ def test_the_quick_profile_writes_the_files_and_the_schema(quick_run):
     for name in ("results.json", "results.md", "config.json", "meta.json"):
         assert (quick_run / name).is_file(), name
     assert (quick_run / "generations.png").stat().st_size > 10_000
+    assert (quick_run / "report.html").stat().st_size > 10_000
     results = json.loads((quick_run / "results.json").read_text())
     assert results["profile"] == "quick"
     assert set(results["lineages"]) == set(BLUES)
@@ -58,6 +61,15 @@ def test_the_quick_profile_writes_the_files_and_the_schema(quick_run):
             _interval(g["exploitability"]["best_response_return"])
             fitted = blue == "remodel" or (blue == "fit_once" and g["generation"] == 0)
             assert (g["model"] is not None) == fitted
+            belief = g["belief_on_newest_red"]
+            assert (belief is None) == (blue == "blind")
+            if belief is not None:
+                members = QUICK.styles.num_styles + 1  # and the pooled member
+                assert belief["num_members"] == members
+                assert 0 <= belief["reference_member"] < members
+                for key in ("accuracy", "none_fits"):
+                    _interval(belief[key])
+                    assert 0.0 <= belief[key]["mean"] <= 1.0
             if fitted:
                 assert g["model"]["num_styles"] == QUICK.styles.num_styles
                 for key in ("against_identities", "against_intents"):
@@ -69,6 +81,74 @@ def test_the_quick_profile_writes_the_files_and_the_schema(quick_run):
         )
     text = (quick_run / "results.md").read_text()
     assert "captures vs its best response" in text and "| remodel |" in text
+
+
+def test_the_report_renders_in_a_headless_browser(quick_run):
+    results = json.loads((quick_run / "results.json").read_text())
+    with report_page(quick_run / "report.html") as page:
+        assert page.locator("#final tbody tr").count() == len(BLUES)
+        assert page.locator("#final").is_visible()
+        players = len(results["ratings"]["players"])
+        assert page.locator("#ratings tbody tr").count() == players
+        assert "mopa cotrain --profile quick" in page.content()
+        widths = image_widths(page)
+        assert len(widths) == 1 and widths[0] > 0
+        assert_plots_unclipped(page, 1)
+
+
+def test_the_league_store_holds_every_checkpoint_and_rates_every_player(quick_run):
+    """The manifest lists every policy and style model of the league; every
+    evaluation episode is a match; the Bradley-Terry ratings in results.json are
+    the store's matches refitted, with the store's Elo beside them."""
+    results = json.loads((quick_run / "results.json").read_text())
+    root = quick_run / "stages"
+    with LeagueStore(root, read_only=True) as store:
+        rows = CheckpointManifest(store).rows()
+        matches = store.matches()
+        elo = EloRatings(store).all_ratings()
+    paths = {Path(row.path) for row in rows}
+    assert paths == set(root.glob("*/*.policy")) | set(root.glob("*/model.msgpack"))
+    assert {row.kind for row in rows} == {"snapshot"}
+    assert all(Path(row.path).is_file() for row in rows)
+    g = QUICK.generations
+    assert {row.run_id for row in rows if row.stage == g - 1} == {
+        *(f"{side}_{blue}" for side in ("blue", "red") for blue in BLUES),
+        "remodel_model",
+    }
+    # Every blue seed plays every red seed for eval_episodes episodes: the family
+    # (one seed a member), the best responses of the earlier generations and
+    # its own.
+    family = len(results["family"]["members"])
+    expected = 0
+    for generations in results["lineages"].values():
+        for gen in generations:
+            red_seeds = family + (gen["generation"] + 1) * QUICK.num_seeds
+            expected += QUICK.num_seeds * red_seeds * QUICK.eval_episodes
+    assert len(matches) == expected
+    assert {m["score"] for m in matches} <= {0.0, 0.5, 1.0}
+    players = results["ratings"]["players"]
+    assert set(players) == {m["player"] for m in matches} | {
+        m["opponent"] for m in matches
+    }
+    assert len([p for p in players if p.startswith("blue:")]) == len(BLUES) * g
+    fit = fit_bradley_terry([(m["player"], m["opponent"], m["score"]) for m in matches])
+    for name, rating, low, high in fit.leaderboard():
+        assert players[name]["rating"] == pytest.approx(rating)
+        assert players[name]["ci95"] == pytest.approx([low, high])
+        assert players[name]["elo"] == pytest.approx(elo[name])
+
+
+def test_a_ray_league_equals_the_in_process_league(quick_run, ray_backend, tmp_path):
+    """The family runs and the lineages as Ray jobs on two workers: every figure
+    equals the in-process run's."""
+    stages = Stages(tmp_path / "stages")
+    on_ray = run_cotrain(QUICK, lambda line: None, stages, ray_backend)
+    here = json.loads((quick_run / "results.json").read_text())
+    for key in ("family", "lineages", "final", "ratings"):
+        assert json.loads(json.dumps(on_ray[key])) == here[key], key
+    assert set(stages.timing_s) == {
+        p.name for p in (tmp_path / "stages").iterdir() if (p / "stage.json").is_file()
+    }
 
 
 def test_a_killed_league_resumes_to_the_same_results(quick_run, tmp_path):
@@ -99,7 +179,7 @@ def test_a_killed_league_resumes_to_the_same_results(quick_run, tmp_path):
     ran = sorted(line.split("]")[0][1:] for line in lines if line.endswith("running"))
     assert ran == sorted(redone[1:])  # all else reused, the moved folder included
     uninterrupted = json.loads((quick_run / "results.json").read_text())
-    for key in ("family", "lineages", "final"):
+    for key in ("family", "lineages", "final", "ratings"):
         assert json.loads(json.dumps(resumed[key])) == uninterrupted[key], key
 
 

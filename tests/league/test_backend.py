@@ -11,7 +11,6 @@ program.
 
 import json
 import sys
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -25,7 +24,6 @@ from mopa.league import TrainingConfig, evaluate_detailed, run_episodes
 from mopa.league.backend import (
     InProcessBackend,
     JaxSettings,
-    RayBackend,
     eval_job,
     evaluate_sweep,
     league_tournament,
@@ -50,20 +48,6 @@ def players(tmp_path_factory):
         for m in (0, 2, 4)
     ]
     return predators, prey
-
-
-@pytest.fixture(scope="module")
-def ray_backend():
-    ray = pytest.importorskip(
-        "ray", reason="Ray is not installed (the ray extra: pip install mopa[ray])"
-    )
-    with warnings.catch_warnings():  # Ray's fork + exec, not a bare fork
-        warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
-        ray.init(num_cpus=2, include_dashboard=False)
-    try:
-        yield RayBackend(num_workers=2)
-    finally:
-        ray.shutdown()
 
 
 def test_tournament_is_identical_in_process_and_on_ray(players, ray_backend):

@@ -134,16 +134,22 @@ def test_openskill_draws_and_predictions(tmp_path):
         assert OpenSkillRatings(store).rating("strong").mu == pytest.approx(strong.mu)
 
 
-def test_bradley_terry_recovers_order_with_intervals():
-    rng = np.random.default_rng(0)
-    true = {"scripted_l1": 600.0, "a": 800.0, "b": 1000.0, "c": 1200.0}
+def _games(true: dict[str, float], seed: int, count: int = 3000) -> list:
+    """``count`` games between random pairs of ``true``'s players, each won with
+    the Elo expectation of their true ratings."""
+    rng = np.random.default_rng(seed)
     names = list(true)
-    matches = []
-    for _ in range(3000):
-        i, j = rng.choice(4, 2, replace=False)
+    games = []
+    for _ in range(count):
+        i, j = rng.choice(len(names), 2, replace=False)
         p = expected_score(true[names[i]], true[names[j]])
-        matches.append((names[i], names[j], float(rng.random() < p)))
-    fit = fit_bradley_terry(matches)
+        games.append((names[i], names[j], float(rng.random() < p)))
+    return games
+
+
+def test_bradley_terry_recovers_order_with_intervals():
+    true = {"scripted_l1": 600.0, "a": 800.0, "b": 1000.0, "c": 1200.0}
+    fit = fit_bradley_terry(_games(true, seed=0))
     ratings = dict(zip(fit.names, fit.ratings, strict=True))
     assert ratings["scripted_l1"] == pytest.approx(600.0)  # the anchor pins the scale
     for name in ("a", "b", "c"):
@@ -151,3 +157,15 @@ def test_bradley_terry_recovers_order_with_intervals():
         assert lo < true[name] < hi
         assert hi - lo < 120
     assert [row[0] for row in fit.leaderboard()] == ["c", "b", "a", "scripted_l1"]
+
+
+def test_bradley_terry_without_an_anchor_centres_and_keeps_intervals_tight():
+    """With no anchor the ratings are centred on 1000 and each interval is the
+    centred rating's own (not the prior's weak hold on the overall level)."""
+    true = {"a": 800.0, "b": 1000.0, "c": 1200.0}
+    fit = fit_bradley_terry(_games(true, seed=1))
+    assert np.mean(fit.ratings) == pytest.approx(1000.0)
+    for name in true:
+        lo, hi = fit.ci95[fit.names.index(name)]
+        assert lo < true[name] < hi
+        assert hi - lo < 120

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mopa.cli.league import add_backend_args, backend_from_args
 from mopa.cli.records import add_record_flags
 
 PROFILE_NAMES = ("quick", "default")
@@ -34,6 +35,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--out", type=Path, help="output folder (default: runs/cotrain/PROFILE)"
     )
+    add_backend_args(parser)
     add_record_flags(parser, lambda args: args.out)
     parser.set_defaults(run=run)
 
@@ -48,11 +50,13 @@ def run(args: argparse.Namespace) -> int:
     out = check_output_folder(
         args.out or Path("runs") / "cotrain" / args.profile, "--out"
     )
-    run_experiment(
-        "cotrain",
-        args.profile,
-        out,
-        seeds=args.seeds,
-        progress=lambda line: print(line, flush=True),
-    )
+    with backend_from_args(args) as backend:
+        run_experiment(
+            "cotrain",
+            args.profile,
+            out,
+            seeds=args.seeds,
+            progress=lambda line: print(line, flush=True),
+            backend=backend,
+        )
     return 0

@@ -69,7 +69,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         metavar="SEED",
         help="train one run per seed, run ids <run-id>-s<SEED>, as separate jobs",
     )
-    _backend_args(train)
+    add_backend_args(train)
     train.set_defaults(run=_train)
 
     evaluate = sub.add_parser(
@@ -95,7 +95,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument(
         "--agent-name", help="the rated name of a single checkpoint (default: its path)"
     )
-    _backend_args(evaluate)
+    add_backend_args(evaluate)
     evaluate.set_defaults(run=_evaluate)
 
     tournament = sub.add_parser(
@@ -121,7 +121,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     tournament.add_argument("--stochastic", action="store_true")
     tournament.add_argument("--out", type=Path, help="write the table as JSON here")
     tournament.add_argument("--league", help="record the games as rated matches here")
-    _backend_args(tournament)
+    add_backend_args(tournament)
     tournament.set_defaults(run=_tournament)
 
     ratings = sub.add_parser("ratings", help="the league's leaderboard")
@@ -164,7 +164,7 @@ def _league_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--league", required=True, help="league directory")
 
 
-def _backend_args(parser: argparse.ArgumentParser) -> None:
+def add_backend_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backend",
         default="inprocess",
@@ -183,7 +183,7 @@ def _backend_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _backend(args: argparse.Namespace):
+def backend_from_args(args: argparse.Namespace):
     """The backend the arguments ask for (the caller closes it)."""
     from mopa.league.backend import BACKENDS, check_ray_address, make_backend
 
@@ -282,7 +282,7 @@ def _train(args: argparse.Namespace) -> int:
     )
     config = TrainingConfig().replace(**fields)
     configs = seed_configs(config, args.seeds) if args.seeds else [config]
-    with _backend(args) as backend:
+    with backend_from_args(args) as backend:
         runs = train_runs(
             configs,
             backend,
@@ -352,7 +352,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         for checkpoint in args.checkpoint
         for opponent in args.opponent
     ]
-    with _backend(args) as backend:
+    with backend_from_args(args) as backend:
         outcomes = evaluate_sweep(jobs, backend)
     rows: dict[str, dict[str, Any]] = {}
     pairs = [(c, o) for c in args.checkpoint for o in args.opponent]
@@ -386,7 +386,7 @@ def _tournament(args: argparse.Namespace) -> int:
     for player in args.players:  # every path and name checked before any game
         for opponent in args.opponents:
             eval_job(player, opponent, args.n_episodes, args.seed)
-    with _backend(args) as backend:
+    with backend_from_args(args) as backend:
         table = league_tournament(
             args.players,
             args.opponents,

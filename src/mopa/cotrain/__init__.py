@@ -7,17 +7,21 @@ through its belief (see :mod:`mopa.cotrain.loop`)::
 
     results = run_cotrain(CotrainConfig(generations=5), print, Stages("runs/ct"))
 
-``mopa cotrain --profile quick --out runs/cotrain`` runs it with its files
-(results.json, config.json, meta.json, results.md and the curves).
+``run_cotrain(..., backend=RayBackend(2))`` runs its independent jobs on Ray with
+the same results. ``mopa cotrain --profile quick --out runs/cotrain`` runs it with
+its files (results.json, config.json, meta.json, results.md, the curves and
+report.html; the league store in ``runs/cotrain/stages``).
 """
 
 from mopa.cotrain.loop import (
     BLUES,
     CotrainConfig,
+    belief_on_red,
     pool_source,
     read_model,
     read_team,
     run_cotrain,
+    write_league,
     write_model,
     write_team,
 )
@@ -25,10 +29,12 @@ from mopa.cotrain.loop import (
 __all__ = [
     "BLUES",
     "CotrainConfig",
+    "belief_on_red",
     "pool_source",
     "read_model",
     "read_team",
     "run_cotrain",
+    "write_league",
     "write_model",
     "write_team",
 ]

@@ -26,10 +26,20 @@ One lineage per blue kind (:data:`BLUES`), each over generations ``g = 0 .. G-1`
    of ``R_g``, against the held-out reds (no blue ever trains against them) and
    against its best response; per episode, with 95% intervals.
 
+   The model blues' belief is also read on the newest red of ``R_g``
+   (:func:`belief_on_red`).
+6. **The league's store** (:func:`write_league`): every policy and style model in
+   the checkpoint manifest, every evaluation episode a match (blue wins by the
+   game's league rule, :func:`mopa.league.arena.outcome_rule`), Elo in the order
+   played and Bradley-Terry ratings of every blue and red checkpoint.
+
 Every step is a stage (:mod:`mopa.experiments.stages`): a killed run, started
 again, reuses the finished stages and redoes the interrupted one from its start,
 so it ends with the same results. Every policy is a checkpoint file in its stage's
 folder (``*.policy``, msgpack, never pickle); the style models are msgpack files.
+The family's runs, then the lineages, are independent jobs of a
+:mod:`mopa.league.backend` (in this process, or Ray workers), each writing only its
+own stages.
 """
 
 from __future__ import annotations
@@ -37,9 +47,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -59,10 +71,15 @@ from mopa.envs import make
 from mopa.errors import InvalidParameterError
 from mopa.eval.intervals import mean_interval
 from mopa.eval.tournament import TournamentEntry, play_tournament
+from mopa.league.arena import outcome_rule
+from mopa.league.backend import Backend, InProcessBackend
+from mopa.league.manifest import CheckpointManifest, config_hash
+from mopa.league.ratings import EloRatings, fit_bradley_terry
+from mopa.league.store import DB_FILE, LeagueStore
 from mopa.opponent.bc import BCConfig
 from mopa.opponent.belief_game import BeliefObservation
 from mopa.opponent.data import concatenate, generate
-from mopa.opponent.population import PopulationConfig
+from mopa.opponent.population import PopulationConfig, population_log_probs
 from mopa.opponent.styles import StyleConfig, fit_style_population, style_purity
 from mopa.players import PolicyPlayer
 from mopa.policy import PolicySpec
@@ -256,31 +273,57 @@ def run_cotrain(
     config: CotrainConfig,
     progress: Callable[[str], None],
     stages: Stages,
+    backend: Backend | None = None,
 ) -> dict[str, Any]:
     """Every lineage's generations (see the module docstring); returns the
-    results (JSON-able)."""
+    results (JSON-able).
+
+    Args:
+        backend: where the independent jobs run (:mod:`mopa.league.backend`):
+            first the family's co-training runs, then one job per blue lineage.
+            ``None`` runs them here, one after another. The results do not
+            depend on it: every job reads and writes only its own stages under
+            ``stages.root``.
+    """
     env, env_params = make(config.game, **dict(config.game_overrides))
     check_league_game(config, env, env_params)
-    family = _family(config, progress, stages)
+    backend = backend or InProcessBackend()
+    here = isinstance(backend, InProcessBackend)
+    # A Ray worker reports through its own stdout (Ray forwards it).
+    report, stage_report = (progress, stages.progress) if here else (_say, _say)
+
+    def jobs(kind: str, args: list) -> list[Any]:
+        outcomes = backend.map(
+            _run_job,
+            [
+                _Job(kind, config, str(stages.root), a, report, stage_report)
+                for a in args
+            ],
+        )
+        for outcome in outcomes:
+            stages.timing_s.update(outcome.timing_s)
+            stages.reused.extend(outcome.reused)
+        return [outcome.result for outcome in outcomes]
+
+    family = _family_members(config, jobs("family", list(range(len(config.family)))))
     paths = {m["name"]: str(stages.root / m["file"]) for m in family["members"]}
     fitting = [paths[m["name"]] for m in family["members"] if not m["held_out"]]
     held_out = [paths[m["name"]] for m in family["members"] if m["held_out"]]
     identities = {path: name for name, path in paths.items()}
-    lineages = {}
-    for blue in config.blues:
-        lineages[blue] = _lineage(
-            config,
-            blue,
-            env,
-            env_params,
-            fitting,
-            held_out,
-            identities,
-            progress,
-            stages,
-        )
+    runs = jobs(
+        "lineage", [(blue, fitting, held_out, identities) for blue in config.blues]
+    )
+    lineages = {
+        blue: run["generations"] for blue, run in zip(config.blues, runs, strict=True)
+    }
+    league = write_league(
+        config,
+        stages.root,
+        [*family["checkpoints"], *(c for run in runs for c in run["checkpoints"])],
+        [match for run in runs for match in run["matches"]],
+    )
     return {
-        "family": family,
+        "family": {"members": family["members"]},
         "lineages": lineages,
         "final": {
             blue: {
@@ -293,8 +336,52 @@ def run_cotrain(
             }
             for blue in config.blues
         },
+        "ratings": league,
         "timing_s": dict(stages.timing_s),
     }
+
+
+class _Job(NamedTuple):
+    """One independent piece of a league: a family run or a blue's lineage."""
+
+    kind: str
+    config: CotrainConfig
+    root: str
+    """The stages folder."""
+    arg: Any
+    progress: Callable[[str], None]
+    stage_progress: Callable[[str], None]
+
+
+class _JobOutcome(NamedTuple):
+    result: Any
+    timing_s: dict[str, float]
+    reused: list[str]
+
+
+def _run_job(job: _Job) -> _JobOutcome:
+    """A job, in this process or a worker: its stages under ``job.root``."""
+    from mopa.experiments.stages import Stages  # see _fingerprint
+
+    config = job.config
+    stages = Stages(job.root, progress=job.stage_progress)
+    if job.kind == "family":
+        result = _family_run(config, job.arg, job.progress, stages)
+    else:
+        env, env_params = make(config.game, **dict(config.game_overrides))
+        blue, fitting, held_out, identities = job.arg
+        result = _lineage(
+            config,
+            blue,
+            env,
+            env_params,
+            fitting,
+            held_out,
+            identities,
+            job.progress,
+            stages,
+        )
+    return _JobOutcome(result, dict(stages.timing_s), list(stages.reused))
 
 
 def check_league_game(config: CotrainConfig, env, env_params) -> None:
@@ -322,32 +409,42 @@ def check_league_game(config: CotrainConfig, env, env_params) -> None:
         )
 
 
-def _family(config: CotrainConfig, progress, stages: Stages) -> dict[str, Any]:
-    members = []
-    for index, (name, fields) in enumerate(config.family):
-        train = dataclasses.replace(
-            config.train_config(
-                config.family_steps, config.seed + 100 + index, **dict(fields)
-            ),
-            num_seeds=config.family_seeds,
-        )
-        stage = f"family_{name}"
-        result = stages.run(
-            stage,
-            train.to_dict(),
-            lambda folder, train=train, stage=stage: _train_family(
-                config, train, folder, stage, progress
-            ),
-        )
+def _family_run(config: CotrainConfig, index: int, progress, stages: Stages):
+    """The family's co-training run ``index``: ``(name, the stage's result,
+    its checkpoints for the manifest)``."""
+    name, fields = config.family[index]
+    train = dataclasses.replace(
+        config.train_config(
+            config.family_steps, config.seed + 100 + index, **dict(fields)
+        ),
+        num_seeds=config.family_seeds,
+    )
+    stage = f"family_{name}"
+    result = stages.run(
+        stage,
+        train.to_dict(),
+        lambda folder: _train_family(config, train, folder, stage, progress),
+    )
+    checkpoints = [
+        _checkpoint(stages.folder(stage) / file, f"family_{name}", None, train, seed)
+        for seed, file in enumerate(result["files"])
+    ]
+    return name, result, checkpoints
+
+
+def _family_members(config: CotrainConfig, runs: list) -> dict[str, Any]:
+    members, checkpoints = [], []
+    for name, result, files in runs:
+        checkpoints += files
         for seed, file in enumerate(result["files"]):
             members.append(
                 {
                     "name": f"{name}_s{seed}",
-                    "file": f"{stage}/{file}",  # under the stages folder
+                    "file": f"family_{name}/{file}",  # under the stages folder
                     "held_out": seed in config.held_out_seeds,
                 }
             )
-    return {"members": members}
+    return {"members": members, "checkpoints": checkpoints}
 
 
 def _train_family(config, train: MAPPOConfig, folder: Path, stage: str, progress):
@@ -368,6 +465,7 @@ def _lineage(
     population = list(fitting)  # red's population, as checkpoint paths
     identities = dict(identities)  # this lineage's best responses join it
     generations, model_path, previous = [], None, None
+    checkpoints, matches = [], []
     for g in range(config.generations):
         tag = f"{blue}_g{g}"
         model_result = None
@@ -401,9 +499,10 @@ def _lineage(
                 ),
             )
             model_path = str(stages.folder(model_stage) / "model.msgpack")
+            checkpoints.append(_checkpoint(model_path, f"{blue}_model", g))
         game = _game(config, env, env_params, model_path)  # None for blind
         offset = config.seed + 1000 * (BLUES.index(blue) + 1) + g
-        blue_result, blue_path = _team_stage(
+        blue_result, blue_path, blue_train = _team_stage(
             config,
             stages,
             f"blue_{tag}",
@@ -414,7 +513,7 @@ def _lineage(
             model_path,
             progress,
         )
-        red_result, red_path = _team_stage(
+        red_result, red_path, red_train = _team_stage(
             config,
             stages,
             f"red_{tag}",
@@ -436,6 +535,9 @@ def _lineage(
                 "model": _fingerprint(model_path),
                 "episodes": config.eval_episodes,
                 "seed": config.seed,
+                "outcome": _outcome(env, env_params),
+                "newest_red": _fingerprint(population[-1]),
+                "belief_episodes": config.data_episodes,
             },
             functools.partial(
                 _evaluate,
@@ -449,6 +551,18 @@ def _lineage(
                 progress,
             ),
         )
+        red_names = {
+            **{f"population_{i}": identities[p] for i, p in enumerate(population)},
+            **{f"held_out_{i}": identities[p] for i, p in enumerate(held_out)},
+            "best_response": f"best_response_{tag}",
+        }
+        scores = evaluation.pop("scores")  # per episode: kept in the stage only
+        for column, values in scores.items():
+            matches.append((tag, red_names[column], g, values))
+        checkpoints += [
+            _checkpoint(blue_path, f"blue_{blue}", g, blue_train),
+            _checkpoint(red_path, f"red_{blue}", g, red_train),
+        ]
         generations.append(
             {
                 "generation": g,
@@ -462,7 +576,7 @@ def _lineage(
         previous = {"blue": blue_path, "model": model_path}
         population = [*population, red_path]
         identities[red_path] = f"best_response_{tag}"
-    return generations
+    return {"generations": generations, "checkpoints": checkpoints, "matches": matches}
 
 
 def _game(config, env, env_params, model_path: str | None):
@@ -523,10 +637,10 @@ def _fit_model(
 
 def _team_stage(
     config, stages, stage, team, opponents, seed, game, model_path, progress
-) -> tuple[dict[str, Any], str]:
+) -> tuple[dict[str, Any], str, MAPPOConfig]:
     """Train ``team`` from scratch against the pool ``opponents`` (checkpoint
     paths of the other team) in ``game``: ``(the stage's result, the policy's
-    path)``."""
+    path, the training's config)``."""
     other = config.red_team if team == config.blue_team else config.blue_team
     steps = config.blue_steps if team == config.blue_team else config.red_steps
     train = config.train_config(steps, seed, frozen=((other, pool_source(opponents)),))
@@ -544,7 +658,7 @@ def _team_stage(
             config, team, train, game, folder, file, stage, progress
         ),
     )
-    return result, str(stages.folder(stage) / file)
+    return result, str(stages.folder(stage) / file), train
 
 
 def _train_one(config, team, train, game, folder, file, stage, progress):
@@ -606,7 +720,17 @@ def _evaluate(
 
     red_returns = result.metric(f"return/{config.red_team}")[0]
     br = [i for i, n in enumerate(result.column_names) if n.startswith("best_resp")]
+    outcome = _episode_scores(config, result)  # [C, P, N]
+    scores: dict[str, list[float]] = {}
+    for name, values in zip(result.column_names, outcome, strict=True):
+        scores.setdefault(name.rsplit("_s", 1)[0], []).extend(np.ravel(values).tolist())
     return {
+        "scores": scores,
+        "belief_on_newest_red": (
+            belief_on_red(config, game, blue_path, population[-1], g)
+            if isinstance(env, BeliefObservation)
+            else None
+        ),
         "captures_vs_population": pooled("population_"),
         "captures_vs_held_out": pooled("held_out_"),
         "exploitability": {
@@ -616,7 +740,179 @@ def _evaluate(
     }
 
 
+def belief_on_red(
+    config: CotrainConfig, game, blue_path: str, red_path: str, g: int
+) -> dict[str, Any]:
+    """How blue's belief (the :class:`BeliefObservation` ``game``) reads the red
+    checkpoint ``red_path``: ``data_episodes`` fresh episodes per blue seed
+    (blue seed ``s`` against red seed ``s`` modulo red's seeds).
+
+    Red's styles carry no labels, so the reference is the style that describes
+    this red best: the member of blue's model with the highest log-likelihood of
+    all its moves in these episodes. Returns:
+
+    * ``accuracy``: the share of episodes whose belief at the last step puts most
+      mass on that member (mean and 95% interval over episodes);
+    * ``none_fits``: the none-fits probability at the last step (same);
+    * ``nats_per_move_over_uniform``: that member's log-likelihood per move of
+      red's moves, minus a uniform model's (how well the model describes red);
+    * ``reference_member`` and ``num_members``.
+    """
+    env, params = game
+    blue_spec, blue_stack = read_team(blue_path, config.blue_team)
+    red_spec, red_stack = read_team(red_path, config.red_team)
+    members = env.num_members
+    key = jax.random.fold_in(jax.random.key(config.seed), 6000 + g)
+    log_lik, ends, moves = [], [], 0
+    for s in range(pool_size(blue_stack)):
+        r = s % pool_size(red_stack)
+        data = generate(  # blue is the game's first team (check_league_game)
+            env,
+            params,
+            (PolicyPlayer(blue_spec, greedy=False), PolicyPlayer(red_spec, False)),
+            (
+                jax.tree.map(lambda x, s=s: x[s], blue_stack),
+                jax.tree.map(lambda x, r=r: x[r], red_stack),
+            ),
+            jax.random.fold_in(key, s),
+            num_chains=config.data_episodes,
+        )
+        valid = np.asarray(data["valid"], bool)  # [C, T]
+        actions = jnp.asarray(data[f"actions.{config.red_team}"])  # [C, T, A]
+        log_probs = population_log_probs(
+            env.population, params.clones, jnp.asarray(data[f"obs.{config.red_team}"])
+        )[..., 0, :, :]  # intent-free styles: [C, T, A, M, actions]
+        taken = jnp.take_along_axis(
+            log_probs, actions[..., None, None].astype(jnp.int32), -1
+        )[..., 0]  # [C, T, A, M]
+        log_lik.append(np.einsum("ctam,ct->cm", np.asarray(taken), valid))
+        last = valid.shape[1] - 1 - np.argmax(valid[:, ::-1], 1)  # [C]
+        belief = np.asarray(data[f"obs.{config.blue_team}"])[:, :, 0, -(members + 1) :]
+        ends.append(belief[np.arange(len(last)), last])  # [C, M + 1]
+        moves += int(valid.sum()) * actions.shape[-1]
+    log_lik, ends = np.concatenate(log_lik), np.concatenate(ends)
+    reference = int(np.argmax(log_lik.sum(0)))
+    uniform = -np.log(env.population.num_actions)
+    return {
+        "reference_member": reference,
+        "num_members": members,
+        "accuracy": mean_interval(
+            (np.argmax(ends[:, :members], 1) == reference).astype(np.float64)
+        ),
+        "none_fits": mean_interval(ends[:, members].astype(np.float64)),
+        "nats_per_move_over_uniform": float(log_lik[:, reference].sum() / moves)
+        - uniform,
+    }
+
+
+# -- outcomes, ratings and the manifest ----------------------------------------------
+def _outcome(env, env_params) -> str:
+    """How blue's episodes are won: the league's rule for the game
+    (:func:`mopa.league.arena.outcome_rule`: ``battalion`` or ``pursuit``), else
+    ``returns`` (blue wins an episode whose return beats red's)."""
+    try:
+        return outcome_rule(env, env_params)
+    except InvalidParameterError:
+        return "returns"
+
+
+def _episode_scores(config: CotrainConfig, result) -> np.ndarray:
+    """Blue's score of every episode of ``result`` (one row of blue), ``[C, P,
+    N]``: 1 a win, 0.5 a draw, 0 a loss, by :func:`_outcome`'s rule."""
+    totals = {key: np.asarray(value[0]) for key, value in result.totals.items()}
+    if {"blue_win", "red_win", "draw"} <= set(totals):  # battalion (blue first)
+        return (totals["blue_win"] > 0) + 0.5 * (totals["draw"] > 0)
+    if "captures" in totals:  # pursuit: a capture is blue's win
+        return (totals["captures"] > 0).astype(np.float64)
+    mine = result.metric(f"return/{config.blue_team}")[0]
+    theirs = result.metric(f"return/{config.red_team}")[0]
+    return (mine > theirs) + 0.5 * (mine == theirs)
+
+
+def _checkpoint(
+    path: str | Path,
+    run_id: str,
+    generation: int | None,
+    train: MAPPOConfig | None = None,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """A manifest row of one file: a policy (``train`` its training) or a style
+    model."""
+    return {
+        "path": str(path),
+        "run_id": run_id,
+        "stage": generation,
+        "step": 0 if train is None else train.total_steps,
+        "seed": seed,
+        "config_hash": None if train is None else config_hash(train.to_dict()),
+    }
+
+
+LEAGUE_PLAYERS = ("blue:", "red:")
+"""Prefixes of the rated players' names: blue checkpoints, red checkpoints."""
+
+
+def write_league(
+    config: CotrainConfig,
+    root: Path,
+    checkpoints: list[dict[str, Any]],
+    matches: list[tuple[str, str, int, list[float]]],
+) -> dict[str, Any]:
+    """The league's store (:class:`mopa.league.LeagueStore` in ``root``), made
+    anew from the stages' results: every checkpoint in the manifest (kind
+    ``snapshot``, ``run_id`` its lineage, ``stage`` its generation), every
+    evaluation episode a match rated by Elo in the order played, generation by
+    generation; returns the Bradley-Terry ratings of every blue and red
+    checkpoint (Elo scale, 95% intervals) with the Elo ratings beside them.
+
+    The store is written beside and moved into place whole, so a store from an
+    earlier run is replaced, never left half-written.
+    """
+    scratch = Path(root) / ".league_store"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    ordered = sorted(matches, key=lambda m: m[2])  # stable: lineages in order
+    with LeagueStore(scratch) as store:
+        manifest = CheckpointManifest(store)
+        for row in checkpoints:
+            manifest.register(row.pop("path"), kind="snapshot", **row)
+        elo = EloRatings(store)
+        for blue, red, generation, scores in ordered:
+            elo.update(
+                f"blue:{blue}",
+                f"red:{red}",
+                scores,
+                step=generation,
+                source="cotrain_eval",
+            )
+        elo_ratings = {
+            name: rating
+            for name, rating in elo.all_ratings().items()
+            if name.startswith(LEAGUE_PLAYERS)
+        }
+        rows = [(m["player"], m["opponent"], m["score"]) for m in store.matches()]
+    os.replace(scratch / DB_FILE, Path(root) / DB_FILE)
+    shutil.rmtree(scratch)
+    fit = fit_bradley_terry(rows)
+    return {
+        "rule": "Bradley-Terry over every evaluation episode (Elo scale)",
+        "players": {
+            name: {
+                "rating": rating,
+                "ci95": [low, high],
+                "elo": elo_ratings[name],
+            }
+            for name, rating, low, high in fit.leaderboard()
+        },
+    }
+
+
 # -- small helpers ----------------------------------------------------------------
+def _say(line: str) -> None:
+    """A worker's progress line, on its stdout."""
+    print(line, flush=True)
+
+
 def _report(stage: str, progress):
     def report(p) -> None:
         progress(

@@ -171,6 +171,7 @@ def run_experiment(
     out: str | Path | None = None,
     seeds: int | None = None,
     progress: Callable[[str], None] | None = None,
+    backend: Any = None,
 ) -> dict:
     """Run experiment ``name`` with ``preset`` and write its files into ``out``.
 
@@ -182,6 +183,9 @@ def run_experiment(
             with the same stage configs.
         seeds: number of seeds, overriding the preset's (``None``: keep it).
         progress: called with one line at a time (default: silent).
+        backend: where an experiment that splits into independent jobs runs them
+            (:mod:`mopa.league.backend`; ``None``: this process). Its results do
+            not depend on it, so it is not part of the recorded config.
 
     Returns:
         The results dict (also written to ``out/results.json``).
@@ -205,7 +209,8 @@ def run_experiment(
     meta = run_metadata(described)  # the source as it was when the run started
     start = time.perf_counter()
     stages = Stages(None if out is None else Path(out) / "stages", progress)
-    results = experiment.run_fn(config, seeds, progress, stages)
+    options = {} if backend is None else {"backend": backend}
+    results = experiment.run_fn(config, seeds, progress, stages, **options)
     elapsed = time.perf_counter() - start
     if out is not None:
         out = Path(out)

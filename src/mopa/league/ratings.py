@@ -369,8 +369,10 @@ def fit_bradley_terry(
     if keep is not None:
         covariance = np.linalg.inv(hessian[np.ix_(keep, keep)])
         se[keep] = np.sqrt(np.maximum(np.diag(covariance), 0.0))
-    else:
-        se = np.sqrt(np.maximum(np.diag(np.linalg.pinv(hessian)), 0.0))
+    else:  # ratings centred on their mean: the covariance of the centred ones
+        centre = np.eye(len(names)) - 1.0 / len(names)
+        covariance = centre @ np.linalg.inv(hessian) @ centre
+        se = np.sqrt(np.maximum(np.diag(covariance), 0.0))
     half = 1.96 * se * ELO_PER_LOGIT
     return BradleyTerryFit(
         names, ratings, np.stack([ratings - half, ratings + half], -1)
