@@ -16,6 +16,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from mopa.errors import InvalidParameterError
 from mopa.models import Actor, QNetwork, RecurrentQNetwork
@@ -127,6 +128,80 @@ def init_params(spec: PolicySpec, key: jax.Array) -> Any:
         reset = jnp.zeros((spec.num_agents,), bool)
         return module.init(key, carry, x, reset)
     return module.init(key, x)
+
+
+def fit_actor(
+    spec: PolicySpec,
+    obs: Any,
+    actions: Any,
+    key: jax.Array,
+    *,
+    num_updates: int,
+    batch_size: int,
+    lr: float,
+    label_smoothing: float = 0.0,
+) -> tuple[Any, np.ndarray]:
+    """Fit a fresh actor of ``spec`` to a teacher's actions by cross-entropy
+    (Adam, uniform minibatches of examples drawn with replacement, one jitted
+    scan), optionally with label smoothing (so that the actor still explores
+    when a trainer takes over).
+
+    Args:
+        spec: an ``actor`` spec.
+        obs: ``[N, A, D]`` the team's observations, one example per row.
+        actions: ``[N, A]`` the teacher's action of every agent.
+
+    Returns:
+        ``(params, losses [num_updates])``.
+
+    Raises:
+        InvalidParameterError: another kind of spec, or shapes that do not fit.
+    """
+    import optax
+
+    if spec.kind != "actor":
+        raise InvalidParameterError(f"fit_actor fits an actor spec, got {spec.kind!r}")
+    obs, actions = jnp.asarray(obs, jnp.float32), jnp.asarray(actions)
+    shape = (spec.num_agents, spec.obs_size)
+    if obs.ndim != 3 or obs.shape[1:] != shape or actions.shape != obs.shape[:2]:
+        raise InvalidParameterError(
+            f"obs must be [N, {shape[0]}, {shape[1]}] and actions [N, "
+            f"{shape[0]}], got {tuple(obs.shape)} and {tuple(actions.shape)}"
+        )
+    if len(obs) == 0:
+        raise InvalidParameterError("fit_actor needs at least one example")
+    for name, value in (("num_updates", num_updates), ("batch_size", batch_size)):
+        if value < 1:
+            raise InvalidParameterError(f"{name} must be >= 1, got {value}")
+    key_init, key_batches = jax.random.split(key)
+    module = spec.module()
+    optimiser = optax.adam(lr)
+    inputs = agent_inputs(spec, obs)
+    targets = optax.smooth_labels(
+        jax.nn.one_hot(actions, spec.num_actions), label_smoothing
+    )
+
+    def loss_fn(params, batch):
+        logits = module.apply(params, inputs[batch])
+        return optax.softmax_cross_entropy(logits, targets[batch]).mean()
+
+    def update(carry, key_batch):
+        params, opt_state = carry
+        batch = jax.random.randint(key_batch, (batch_size,), 0, len(actions))
+        loss, grads = jax.value_and_grad(loss_fn)(params, batch)
+        updates, opt_state = optimiser.update(grads, opt_state, params)
+        return (optax.apply_updates(params, updates), opt_state), loss
+
+    @jax.jit
+    def fit(params, keys):
+        (params, _), losses = jax.lax.scan(
+            update, (params, optimiser.init(params)), keys
+        )
+        return params, losses
+
+    params = init_params(spec, key_init)
+    params, losses = fit(params, jax.random.split(key_batches, num_updates))
+    return jax.tree.map(np.asarray, params), np.asarray(losses)
 
 
 def initial_carry(spec: PolicySpec) -> jax.Array:

@@ -20,7 +20,7 @@ from mopa.league import CheckpointManifest, EloRatings, LeagueStore, fit_bradley
 from tests.browser import assert_plots_unclipped, image_widths, report_page
 
 QUICK = PROFILES["quick"]
-EVALUATED = ("captures_vs_population", "captures_vs_held_out")
+EVALUATED = ("score_vs_population", "score_vs_held_out")
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def test_the_quick_profile_writes_the_files_and_the_schema(quick_run):
             for key in EVALUATED:
                 _interval(g[key])
                 assert len(g[key]["per_blue_seed"]) == QUICK.num_seeds
-            _interval(g["exploitability"]["captures_vs_best_response"])
+            _interval(g["exploitability"]["score_vs_best_response"])
             _interval(g["exploitability"]["best_response_return"])
             fitted = blue == "remodel" or (blue == "fit_once" and g["generation"] == 0)
             assert (g["model"] is not None) == fitted
@@ -208,3 +208,31 @@ def test_bad_leagues_are_named():
     config = CotrainConfig(red_private_tail=2)
     assert config.styles.drop_obs_tail == 2  # the model never reads red's tail
     assert dataclasses.replace(config, generations=3).styles.drop_obs_tail == 2
+
+
+def test_the_battalion_league_runs_from_the_scripted_family(tmp_path):
+    """The battalion configuration (quick profile) end to end: red's family is
+    the scripted strategies' clones, one family entry held out whole; blue's score
+    is its win rate."""
+    out = tmp_path / "battalion"
+    assert main(["cotrain", "--profile", "battalion_quick", "--out", str(out)]) == 0
+    config = PROFILES["battalion_quick"]
+    results = json.loads((out / "results.json").read_text())
+    assert results["metric"] == "blue_win"
+    members = results["family"]["members"]
+    assert [m["name"] for m in members] == [f"{n}_s0" for n, _ in config.family]
+    assert [m["held_out"] for m in members] == [
+        n in config.held_out_family for n, _ in config.family
+    ]
+    for member in members:
+        assert 1.0 / 18 < member["clone"]["agreement"] <= 1.0
+        assert member["clone"]["samples"] > 0
+    for blue, generations in results["lineages"].items():
+        assert len(generations) == config.generations
+        for key in EVALUATED:
+            _interval(generations[-1][key])
+            assert 0.0 <= generations[-1][key]["mean"] <= 1.0  # a win rate
+        assert (generations[0]["belief_on_newest_red"] is None) == (blue == "blind")
+    for name in ("results.md", "report.html", "generations.png"):
+        assert (out / name).stat().st_size > 0, name
+    assert "blue_win vs held-out reds" in (out / "results.md").read_text()

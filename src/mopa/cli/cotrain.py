@@ -9,7 +9,7 @@ from pathlib import Path
 from mopa.cli.league import add_backend_args, backend_from_args
 from mopa.cli.records import add_record_flags
 
-PROFILE_NAMES = ("quick", "default")
+PROFILE_NAMES = ("quick", "default", "battalion_quick", "battalion")
 """The profiles of :mod:`mopa.experiments.cotrain` (named here so that building
 the parser imports no JAX; a test keeps the two equal)."""
 
@@ -29,7 +29,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         default="default",
         choices=PROFILE_NAMES,
         help="quick: tiny budgets that check the loop; default: the full league "
-        "(default: %(default)s)",
+        "on tag_intent; battalion(_quick): the battalion with the scripted Red "
+        "family (default: %(default)s)",
     )
     parser.add_argument("--seeds", type=int, help="seeds of every blue and red")
     parser.add_argument(

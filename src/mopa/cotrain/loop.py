@@ -22,9 +22,9 @@ One lineage per blue kind (:data:`BLUES`), each over generations ``g = 0 .. G-1`
 4. **Red's best response and blue's exploitability**: a fresh red team trained
    against the pool of blue's seeds (``red_steps``); how well it does against
    blue is blue's exploitability at that budget, and it joins red's population.
-5. **Evaluation**: blue's captures (the game's ``metric``) against every member
-   of ``R_g``, against the held-out reds (no blue ever trains against them) and
-   against its best response; per episode, with 95% intervals.
+5. **Evaluation**: blue's score (the game's ``metric``: captures, wins) against
+   every member of ``R_g``, against the held-out reds (no blue ever trains against
+   them) and against its best response; per episode, with 95% intervals.
 
    The model blues' belief is also read on the newest red of ``R_g``
    (:func:`belief_on_red`).
@@ -59,6 +59,7 @@ import numpy as np
 
 from mopa.algos import MAPPOConfig, run_training
 from mopa.algos.common import POOL_PREFIX, frozen_policy, pool_size, team_infos
+from mopa.algos.mappo.train import actor_spec
 from mopa.core.checkpoint import (
     FORMAT_VERSION,
     read_msgpack,
@@ -67,6 +68,12 @@ from mopa.core.checkpoint import (
     write_policy_checkpoint,
 )
 from mopa.core.checks import check_fields
+from mopa.cotrain.scripted import (
+    SCRIPTED,
+    check_scripted_game,
+    check_scripted_type,
+    clone_scripted_red,
+)
 from mopa.envs import make
 from mopa.errors import InvalidParameterError
 from mopa.eval.intervals import mean_interval
@@ -91,6 +98,9 @@ BLUES = ("blind", "remodel", "fit_once")
 """The blue kinds: no model, a model re-fitted every generation, a model fitted at
 generation 0 only."""
 MODEL_FORMAT = "mopa.cotrain.style_model"
+EVAL_FORMAT = 2
+"""The evaluation stage's result format, among its inputs: a stage stored in an
+earlier format (other keys) is run again, not reused."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -121,12 +131,20 @@ class CotrainConfig:
         ("eager", (("env_overrides", (("intent_reward", 8.0),)),)),
         ("wary", (("ent_coef", 0.03),)),
     )
-    """Red's family: ``(name, MAPPOConfig field overrides)`` per co-training run of
-    both teams (``env_overrides`` there are added to ``game_overrides``)."""
+    """Red's family: ``(name, fields)`` per entry. An entry is a co-training run of
+    both teams, ``fields`` its MAPPOConfig field overrides (``env_overrides`` there
+    are added to ``game_overrides``), or, with the single field ``("scripted",
+    TYPE)``, the clone of a scripted battalion red (:mod:`mopa.cotrain.scripted`)."""
     family_seeds: int = 3
-    """Seeds of every family run."""
+    """Seeds of every family entry."""
     held_out_seeds: tuple[int, ...] = (2,)
-    """Seeds of every family run kept out of red's population: the held-out reds."""
+    """Seeds of every family entry kept out of red's population: held-out reds."""
+    held_out_family: tuple[str, ...] = ()
+    """Family entries whose every seed is held out."""
+    scripted_episodes: int = 64
+    """Episodes of each scripted red recorded for its clone."""
+    scripted_updates: int = 3000
+    """Adam updates of each scripted red's clone."""
     family_steps: int = 1_500_000
     """Environment steps of every family run."""
     blue_steps: int = 800_000
@@ -162,6 +180,8 @@ class CotrainConfig:
                 f"blues must be distinct names of {BLUES}, got {self.blues}"
             )
         for name in (
+            "scripted_episodes",
+            "scripted_updates",
             "generations",
             "num_seeds",
             "family_seeds",
@@ -188,10 +208,26 @@ class CotrainConfig:
             raise InvalidParameterError(
                 f"held_out_seeds must be in [0, {self.family_seeds}), got {bad}"
             )
-        if len(set(self.held_out_seeds)) >= self.family_seeds:
+        unknown = sorted(set(self.held_out_family) - set(names))
+        if unknown:
+            raise InvalidParameterError(
+                f"held_out_family names {unknown}, not family entries of {names}"
+            )
+        if len(set(self.held_out_seeds)) >= self.family_seeds or set(
+            self.held_out_family
+        ) >= set(names):
             raise InvalidParameterError(
                 "every family seed is held out: red's population would be empty"
             )
+        for name, fields in self.family:
+            fields = dict(fields)
+            if SCRIPTED in fields:
+                if len(fields) != 1:
+                    raise InvalidParameterError(
+                        f"family entry {name!r}: a scripted red takes no other "
+                        f"field, got {sorted(fields)}"
+                    )
+                check_scripted_type(fields[SCRIPTED])
         if self.red_private_tail < 0:
             raise InvalidParameterError(
                 f"red_private_tail must be >= 0, got {self.red_private_tail}"
@@ -323,14 +359,15 @@ def run_cotrain(
         [match for run in runs for match in run["matches"]],
     )
     return {
+        "metric": config.metric,
         "family": {"members": family["members"]},
         "lineages": lineages,
         "final": {
             blue: {
                 key: lineages[blue][-1][key]
                 for key in (
-                    "captures_vs_population",
-                    "captures_vs_held_out",
+                    "score_vs_population",
+                    "score_vs_held_out",
                     "exploitability",
                 )
             }
@@ -401,6 +438,8 @@ def check_league_game(config: CotrainConfig, env, env_params) -> None:
             f"metric must be one of {config.game}'s episode totals {totals}, got "
             f"{config.metric!r}"
         )
+    if any(SCRIPTED in dict(fields) for _, fields in config.family):
+        check_scripted_game(env, config.game, config.red_team)
     width = env.observation_space(env.team_index(config.red_team)).shape[0]
     if config.red_private_tail >= width:
         raise InvalidParameterError(
@@ -410,21 +449,43 @@ def check_league_game(config: CotrainConfig, env, env_params) -> None:
 
 
 def _family_run(config: CotrainConfig, index: int, progress, stages: Stages):
-    """The family's co-training run ``index``: ``(name, the stage's result,
-    its checkpoints for the manifest)``."""
+    """The family's entry ``index``, a co-training run or a scripted red's
+    clones: ``(name, the stage's result, its checkpoints for the manifest)``."""
     name, fields = config.family[index]
-    train = dataclasses.replace(
-        config.train_config(
-            config.family_steps, config.seed + 100 + index, **dict(fields)
-        ),
-        num_seeds=config.family_seeds,
-    )
     stage = f"family_{name}"
-    result = stages.run(
-        stage,
-        train.to_dict(),
-        lambda folder: _train_family(config, train, folder, stage, progress),
-    )
+    if SCRIPTED in dict(fields):
+        red_type = dict(fields)[SCRIPTED]
+        network = config.train_config(  # red's actor (no steps are trained)
+            config.num_envs * config.rollout, config.seed + 100 + index
+        )
+        inputs = {
+            SCRIPTED: red_type,
+            "seeds": config.family_seeds,
+            "episodes": config.scripted_episodes,
+            "updates": config.scripted_updates,
+            "game": config.game,
+            "game_overrides": _plain(config.game_overrides),
+            "network": [network.hidden, network.activation, network.agent_id],
+            "seed": network.seed,
+        }
+        result = stages.run(
+            stage,
+            inputs,
+            lambda folder: _clone_family(config, red_type, network, folder, progress),
+        )
+        train = None  # no training run: the manifest records no step count
+    else:
+        train = dataclasses.replace(
+            config.train_config(
+                config.family_steps, config.seed + 100 + index, **dict(fields)
+            ),
+            num_seeds=config.family_seeds,
+        )
+        result = stages.run(
+            stage,
+            train.to_dict(),
+            lambda folder: _train_family(config, train, folder, stage, progress),
+        )
     checkpoints = [
         _checkpoint(stages.folder(stage) / file, f"family_{name}", None, train, seed)
         for seed, file in enumerate(result["files"])
@@ -441,10 +502,51 @@ def _family_members(config: CotrainConfig, runs: list) -> dict[str, Any]:
                 {
                     "name": f"{name}_s{seed}",
                     "file": f"family_{name}/{file}",  # under the stages folder
-                    "held_out": seed in config.held_out_seeds,
+                    "held_out": seed in config.held_out_seeds
+                    or name in config.held_out_family,
+                    **({"clone": result["clones"][seed]} if "clones" in result else {}),
                 }
             )
     return {"members": members, "checkpoints": checkpoints}
+
+
+def _clone_family(config, red_type: str, train: MAPPOConfig, folder: Path, progress):
+    """Every seed's clone of the scripted red ``red_type``, one checkpoint each."""
+    env, env_params = make(config.game, **dict(config.game_overrides))
+    spec = actor_spec(train, team_infos(env)[env.team_index(config.red_team)])
+    files, clones = [], []
+    for seed in range(config.family_seeds):
+        weights, facts = clone_scripted_red(
+            env,
+            env_params,
+            red_type,
+            spec,
+            jax.random.fold_in(jax.random.key(train.seed), seed),
+            episodes=config.scripted_episodes,
+            num_updates=config.scripted_updates,
+        )
+        progress(
+            f"[family {red_type} s{seed}] clone of the script: agreement "
+            f"{facts['agreement']:.3f} on {facts['samples']} moves"
+        )
+        file = f"red_s{seed}.policy"
+        write_policy_checkpoint(
+            folder / file,
+            algo="bc",
+            env=config.game,
+            env_overrides=dict(config.game_overrides),
+            config={SCRIPTED: red_type, "network": train.to_dict()},
+            meta={},
+            teams={
+                config.red_team: (
+                    spec.to_dict(),
+                    jax.tree.map(lambda x: np.asarray(x)[None], weights),
+                )
+            },
+        )
+        files.append(file)
+        clones.append(facts)
+    return {"files": files, "clones": clones}
 
 
 def _train_family(config, train: MAPPOConfig, folder: Path, stage: str, progress):
@@ -538,6 +640,7 @@ def _lineage(
                 "outcome": _outcome(env, env_params),
                 "newest_red": _fingerprint(population[-1]),
                 "belief_episodes": config.data_episodes,
+                "result_format": EVAL_FORMAT,
             },
             functools.partial(
                 _evaluate,
@@ -731,10 +834,10 @@ def _evaluate(
             if isinstance(env, BeliefObservation)
             else None
         ),
-        "captures_vs_population": pooled("population_"),
-        "captures_vs_held_out": pooled("held_out_"),
+        "score_vs_population": pooled("population_"),
+        "score_vs_held_out": pooled("held_out_"),
         "exploitability": {
-            "captures_vs_best_response": pooled("best_response_"),
+            "score_vs_best_response": pooled("best_response_"),
             "best_response_return": mean_interval(np.ravel(red_returns[br])),
         },
     }

@@ -184,9 +184,10 @@ def info_spec(env: Env, params: Any) -> dict[str, jax.ShapeDtypeStruct]:
     return jax.eval_shape(probe, jax.random.key(0))
 
 
-EPISODE_SUM_KEYS = ("captures",)
+EPISODE_SUM_KEYS = ("captures", "blue_win", "red_win", "draw")
 """Scalar info keys that training and evaluation total per episode when a game
-reports them."""
+reports them: the pursuit games' captures, and the battalion's outcome (true on an
+episode's last step only, so each totals 0 or 1)."""
 
 
 def episode_sum_keys(env: Env, params: Any) -> tuple[str, ...]:

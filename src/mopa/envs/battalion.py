@@ -908,9 +908,19 @@ def make_battalion(name: str, **overrides: Any) -> tuple[BattalionEnv, Battalion
 
     Overrides may name :class:`BattalionEnv` structure fields (``num_blue``,
     ``num_red``, ``local_obs``, ``terrain_size``, ``num_hills``, ``num_forests``,
-    ``los_samples``) or :class:`BattalionParams` fields.
+    ``los_samples``) or :class:`BattalionParams` fields, and ``discrete`` (both
+    teams play the 18 discrete actions of
+    :class:`~mopa.envs.battalion_wrappers.DiscreteActions`; default False).
 
     Returns:
         ``(env, params)``; ``env.default_params`` equals ``params``.
     """
-    return build_battalion(name, name, overrides)
+    discrete = overrides.pop("discrete", False)
+    if not isinstance(discrete, bool):
+        raise InvalidParameterError(f"{name}: discrete must be bool, got {discrete!r}")
+    env, params = build_battalion(name, name, overrides)
+    if discrete:
+        from mopa.envs.battalion_wrappers import DiscreteActions  # imports us
+
+        return DiscreteActions(env), params
+    return env, params

@@ -11,16 +11,65 @@ from __future__ import annotations
 import dataclasses
 
 from mopa.cotrain import CotrainConfig, run_cotrain
+from mopa.envs.scripted_red import STRATEGIES
 from mopa.experiments.registry import profile_name, register_experiment
 from mopa.opponent.bc import BCConfig
 from mopa.opponent.styles import StyleConfig
 from mopa.report.cotrain_report import results_markdown, write_report
 
+
+def tiny(config: CotrainConfig, num_actions: int, **fields) -> CotrainConfig:
+    """``config`` at the quick profiles' budgets (they check the files and the
+    loop, not the numbers); ``num_actions`` red's actions, ``fields`` the rest."""
+    return dataclasses.replace(
+        config,
+        num_seeds=2,
+        blue_steps=2_048,
+        red_steps=2_048,
+        hidden=(16,),
+        num_envs=8,
+        rollout=32,
+        num_chunks=1,
+        styles=StyleConfig(
+            num_styles=2,
+            vae_updates=20,
+            clone=BCConfig(
+                num_actions=num_actions, hidden=(8,), num_epochs=1, batch_size=32
+            ),
+        ),
+        **fields,
+    )
+
+
+BATTALION = CotrainConfig(
+    game="battalion",
+    game_overrides=(("discrete", True),),
+    blue_team="blue",
+    red_team="red",
+    red_private_tail=0,
+    metric="blue_win",
+    family=tuple((name, (("scripted", name),)) for name in STRATEGIES),
+    family_seeds=1,
+    held_out_seeds=(),
+    held_out_family=("flank_right", "feint"),
+    blue_steps=600_000,
+    red_steps=300_000,
+    num_envs=32,
+    rollout=64,
+    data_episodes=8,
+    eval_episodes=8,
+    styles=StyleConfig(clone=BCConfig(num_actions=18, hidden=(64,), num_epochs=5)),
+)
+"""The battalion league: red's family is the scripted strategy family of
+``wargame_intent`` (rush, flank left and right, stand-off, hold, feint), each
+cloned into red's actor (:mod:`mopa.cotrain.scripted`); flank right and feint are
+held out. Blue's score is its win rate (``blue_win``)."""
 PROFILES = {
     "default": CotrainConfig(),
-    "quick": CotrainConfig(
+    "quick": tiny(
+        CotrainConfig(),
+        5,
         generations=2,
-        num_seeds=2,
         family=(
             ("plain", ()),
             ("eager", (("env_overrides", (("intent_reward", 8.0),)),)),
@@ -28,22 +77,25 @@ PROFILES = {
         family_seeds=2,
         held_out_seeds=(1,),
         family_steps=4_096,
-        blue_steps=2_048,
-        red_steps=2_048,
-        hidden=(16,),
-        num_envs=8,
-        rollout=32,
-        num_chunks=1,
         data_episodes=4,
-        styles=StyleConfig(
-            num_styles=2,
-            vae_updates=20,
-            clone=BCConfig(num_actions=5, hidden=(8,), num_epochs=1, batch_size=32),
-        ),
         eval_episodes=2,
     ),
+    "battalion": BATTALION,
+    "battalion_quick": tiny(
+        BATTALION,
+        18,
+        generations=1,
+        family=tuple((n, (("scripted", n),)) for n in ("rush", "hold", "feint")),
+        held_out_family=("feint",),
+        scripted_episodes=2,
+        scripted_updates=50,
+        data_episodes=3,
+        eval_episodes=1,
+    ),
 }
-"""Profiles of ``mopa cotrain``."""
+"""Profiles of ``mopa cotrain``: ``default`` and ``quick`` on ``tag_intent``,
+``battalion`` and ``battalion_quick`` on the battalion with the scripted Red
+family."""
 
 
 def run(

@@ -343,56 +343,6 @@ def teacher_episodes(
     return jax.jit(jax.vmap(episode))(keys)
 
 
-def fit_actor(
-    spec: Any, obs: np.ndarray, actions: np.ndarray, clone: CloneConfig, key
-) -> tuple[Any, np.ndarray]:
-    """Fit a fresh actor of ``spec`` to ``actions`` by cross-entropy with label
-    smoothing (Adam, uniform minibatches with replacement).
-
-    Args:
-        spec: the learner's :class:`~mopa.policy.PolicySpec`.
-        obs: ``[N, D]`` observations.
-        actions: ``[N]`` teacher actions.
-
-    Returns:
-        ``(params, losses [num_updates])``.
-    """
-    import optax
-
-    from mopa.policy import agent_inputs, init_params
-
-    key_init, key_batches = jax.random.split(key)
-    module = spec.module()
-    params = init_params(spec, key_init)
-    optimiser = optax.adam(clone.lr)
-    inputs = jnp.asarray(obs)[:, None, :]  # [N, 1, D]: one agent
-    targets = optax.smooth_labels(
-        jax.nn.one_hot(jnp.asarray(actions), spec.num_actions),
-        clone.label_smoothing,
-    )
-
-    def loss_fn(params, batch):
-        logits = module.apply(params, agent_inputs(spec, inputs[batch]))[:, 0]
-        return optax.softmax_cross_entropy(logits, targets[batch]).mean()
-
-    def update(carry, key_batch):
-        params, opt_state = carry
-        batch = jax.random.randint(key_batch, (clone.batch_size,), 0, len(actions))
-        loss, grads = jax.value_and_grad(loss_fn)(params, batch)
-        updates, opt_state = optimiser.update(grads, opt_state, params)
-        return (optax.apply_updates(params, updates), opt_state), loss
-
-    @jax.jit
-    def fit(params, keys):
-        (params, _), losses = jax.lax.scan(
-            update, (params, optimiser.init(params)), keys
-        )
-        return params, losses
-
-    params, losses = fit(params, jax.random.split(key_batches, clone.num_updates))
-    return jax.tree.map(np.asarray, params), np.asarray(losses)
-
-
 def clone_blue(
     training: TrainingConfig, clone: CloneConfig, folder: Path, progress
 ) -> dict[str, Any]:
@@ -411,7 +361,7 @@ def clone_blue(
     from mopa.core.runinfo import run_metadata
     from mopa.envs import make
     from mopa.league.training import learner_spec
-    from mopa.policy import agent_inputs
+    from mopa.policy import agent_inputs, fit_actor
 
     start = time.perf_counter()
     overrides = {**dict(training.game_kwargs), "discrete": True}
@@ -422,7 +372,16 @@ def clone_blue(
     live = np.asarray(live).reshape(-1)
     obs = np.asarray(obs).reshape(live.size, -1)[live]
     actions = np.asarray(actions).reshape(-1)[live]
-    params_actor, losses = fit_actor(spec, obs, actions, clone, key_fit)
+    params_actor, losses = fit_actor(
+        spec,
+        obs[:, None, :],  # one agent
+        actions[:, None],
+        key_fit,
+        num_updates=clone.num_updates,
+        batch_size=clone.batch_size,
+        lr=clone.lr,
+        label_smoothing=clone.label_smoothing,
+    )
     logits = spec.module().apply(params_actor, agent_inputs(spec, obs[:, None, :]))
     agreement = float(np.mean(np.argmax(np.asarray(logits)[:, 0], -1) == actions))
     path = checkpoint.write_policy_checkpoint(

@@ -21,12 +21,14 @@ from mopa.report.page import figures_html, html_page, html_table
 REPORT = "report.html"
 GENERATIONS_PNG = "generations.png"
 CURVES = (
-    (("exploitability", "captures_vs_best_response"), "captures vs its best response"),
-    (("captures_vs_held_out",), "captures vs held-out reds"),
-    (("captures_vs_population",), "captures vs red's population"),
+    (("exploitability", "score_vs_best_response"), "{metric} vs its best response"),
+    (("score_vs_held_out",), "{metric} vs held-out reds"),
+    (("score_vs_population",), "{metric} vs red's population"),
     (("belief_on_newest_red", "accuracy"), "belief accuracy on the newest red"),
 )
-"""``(path into a generation's results, title)`` of every curve."""
+"""``(path into a generation's results, title)`` of every curve; ``{metric}`` is
+the league's score of blue (results.json's ``metric``: ``captures`` in the pursuit
+games, ``blue_win`` in the battalion)."""
 
 
 def _cell(generation: Mapping, path: tuple[str, ...]) -> Mapping | None:
@@ -36,6 +38,10 @@ def _cell(generation: Mapping, path: tuple[str, ...]) -> Mapping | None:
     return value
 
 
+def _title(results: Mapping, title: str) -> str:
+    return title.format(metric=results["metric"])
+
+
 def command(results: Mapping) -> str:
     """The command that writes these results."""
     return f"mopa cotrain --profile {results['profile']} --out DIR"
@@ -43,7 +49,7 @@ def command(results: Mapping) -> str:
 
 # -- results.md ----------------------------------------------------------------------
 def final_rows(results: Mapping) -> tuple[list[str], list[list[str]]]:
-    """The last generation of every blue: captures against each red set, its best
+    """The last generation of every blue: its score against each red set, its best
     response's return and blue's rating."""
     header = [
         "blue",
@@ -62,9 +68,9 @@ def final_rows(results: Mapping) -> tuple[list[str], list[list[str]]]:
         rows.append(
             [
                 blue,
-                interval_cell(last["captures_vs_population"]),
-                interval_cell(last["captures_vs_held_out"]),
-                interval_cell(last["exploitability"]["captures_vs_best_response"]),
+                interval_cell(last["score_vs_population"]),
+                interval_cell(last["score_vs_held_out"]),
+                interval_cell(last["exploitability"]["score_vs_best_response"]),
                 interval_cell(last["exploitability"]["best_response_return"]),
                 f"{rating['rating']:.0f} [{low:.0f}, {high:.0f}]",
             ]
@@ -119,9 +125,10 @@ def results_markdown(results: Mapping) -> str:
     lines = [
         "# Co-training: red adapts, blue re-models",
         "",
-        f"Profile `{results['profile']}` (`{command(results)}`). Blue's captures per "
-        "episode, mean [95% interval over episodes] (higher is better for blue; "
-        "captures against its best response measure how exploitable it is).",
+        f"Profile `{results['profile']}` (`{command(results)}`). Blue's "
+        f"{_title(results, '{metric}')} per episode, mean [95% interval over "
+        "episodes] (higher is better for blue; the score against its best response "
+        "measures how exploitable it is).",
         "",
         "## The last generation",
         "",
@@ -131,7 +138,8 @@ def results_markdown(results: Mapping) -> str:
     for path, title in CURVES:
         header, rows = curve_rows(results, path)
         if rows:
-            lines += [f"## {title}", "", *markdown_table(header, rows), ""]
+            lines += [f"## {_title(results, title)}", "", *markdown_table(header, rows)]
+            lines.append("")
     header, rows = style_rows(results)
     if rows:
         lines += ["## Styles found without labels", "", *markdown_table(header, rows)]
@@ -160,10 +168,11 @@ def plot_generations(results: Mapping, path: str | Path) -> Path:
             ax.plot(x, mean, marker="o", label=blue, color=color)
             ax.fill_between(x, low, high, alpha=0.2, color=color)
         ax.set_xlabel("generation")
-        ax.set_title(title, fontsize=10)
+        ax.set_title(_title(results, title), fontsize=10)
         ax.set_xticks(range(len(next(iter(results["lineages"].values())))))
-    axes[0].set_ylabel("captures per episode")
-    axes[2].set_ylabel("captures per episode")
+    per_episode = _title(results, "{metric} per episode")
+    axes[0].set_ylabel(per_episode)
+    axes[2].set_ylabel(per_episode)
     axes[3].set_ylabel("share of episodes")
     axes[0].legend(fontsize=8)
     figure.tight_layout()
@@ -178,7 +187,7 @@ def report_html(results: Mapping, images: list[tuple[str, Path]], sha: str) -> s
     for index, (path, title) in enumerate(CURVES):
         header, rows = curve_rows(results, path)
         if rows:
-            tables.append(f"<h2>{esc(title)}</h2>")
+            tables.append(f"<h2>{esc(_title(results, title))}</h2>")
             tables.append(html_table(f"curve{index}", header, rows))
     header, rows = style_rows(results)
     if rows:
@@ -198,9 +207,10 @@ def report_html(results: Mapping, images: list[tuple[str, Path]], sha: str) -> s
     ]
     body = f"""<h1>Co-training: red adapts, blue re-models it and answers</h1>
 <p>Profile <code>{esc(results["profile"])}</code>, git {esc(sha)}. Command:
-<code>{esc(command(results))}</code>. Blue's captures per episode, mean [95%
-interval over episodes]; captures against blue's own best response measure how
-exploitable it is (lower: more exploitable).</p>
+<code>{esc(command(results))}</code>. Blue's
+{esc(_title(results, "{metric}"))} per episode, mean [95% interval over episodes];
+the score against blue's own best response measures how exploitable it is (lower:
+more exploitable).</p>
 <h2>The last generation</h2>
 {"".join(tables)}
 {figures_html(images)}

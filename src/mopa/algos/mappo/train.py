@@ -27,7 +27,14 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from mopa.algos.common import EnvCarry, env_step, episode_metrics, reset_envs, setup_run
+from mopa.algos.common import (
+    EnvCarry,
+    TeamInfo,
+    env_step,
+    episode_metrics,
+    reset_envs,
+    setup_run,
+)
 from mopa.algos.mappo.config import MAPPOConfig
 from mopa.algos.trainer import Trainer, scan_train
 from mopa.core.returns import compute_gae
@@ -194,6 +201,19 @@ class Batch(NamedTuple):
     targets: jax.Array  # [S, A]
 
 
+def actor_spec(config: MAPPOConfig, info: TeamInfo) -> PolicySpec:
+    """The actor a MAPPO run of ``config`` trains for the team ``info``."""
+    return PolicySpec(
+        kind="actor",
+        num_agents=info.num_agents,
+        obs_size=info.obs_size,
+        num_actions=info.num_actions,
+        hidden=config.hidden,
+        activation=config.activation,
+        agent_id=config.agent_id,
+    )
+
+
 def make_trainer(
     config: MAPPOConfig, game: tuple[Any, Any] | None = None, fast_paths: bool = True
 ) -> Trainer:
@@ -212,15 +232,7 @@ def make_trainer(
     base_env, env, env_params, infos = run[:4]
     num_teams = len(infos)
     specs = {
-        t: PolicySpec(
-            kind="actor",
-            num_agents=info.num_agents,
-            obs_size=info.obs_size,
-            num_actions=info.num_actions,
-            hidden=config.hidden,
-            activation=config.activation,
-            agent_id=config.agent_id,
-        )
+        t: actor_spec(config, info)
         for t, info in enumerate(infos)
         if info.name not in config.frozen_teams
     }
