@@ -59,7 +59,19 @@ def test_the_quick_profile_writes_the_files_and_the_schema(quick_run):
                 assert len(g[key]["per_blue_seed"]) == QUICK.num_seeds
             _interval(g["exploitability"]["score_vs_best_response"])
             _interval(g["exploitability"]["best_response_return"])
-            fitted = blue == "remodel" or (blue == "fit_once" and g["generation"] == 0)
+            fitted = blue in ("remodel", "plan") or (
+                blue == "fit_once" and g["generation"] == 0
+            )
+            planned = blue == "plan"
+            assert ("planner" in g) == planned
+            assert (g["distillation"] is not None) == planned
+            if planned:  # the planner's own scores; its distillation is blue
+                for key in EVALUATED:
+                    _interval(g["planner"][key])
+                _interval(g["planner"]["exploitability"]["score_vs_best_response"])
+                assert "scores" not in g["planner"]
+                for seed in g["distillation"]["seeds"]:
+                    assert 0.0 <= seed["agreement"] <= 1.0 and seed["samples"] > 0
             assert (g["model"] is not None) == fitted
             belief = g["belief_on_newest_red"]
             assert (belief is None) == (blue == "blind")
@@ -86,7 +98,8 @@ def test_the_quick_profile_writes_the_files_and_the_schema(quick_run):
 def test_the_report_renders_in_a_headless_browser(quick_run):
     results = json.loads((quick_run / "results.json").read_text())
     with report_page(quick_run / "report.html") as page:
-        assert page.locator("#final tbody tr").count() == len(BLUES)
+        # every blue, and the planning blue's planner beside its distillation
+        assert page.locator("#final tbody tr").count() == len(BLUES) + 1
         assert page.locator("#final").is_visible()
         players = len(results["ratings"]["players"])
         assert page.locator("#ratings tbody tr").count() == players
@@ -114,6 +127,8 @@ def test_the_league_store_holds_every_checkpoint_and_rates_every_player(quick_ru
     assert {row.run_id for row in rows if row.stage == g - 1} == {
         *(f"{side}_{blue}" for side in ("blue", "red") for blue in BLUES),
         "remodel_model",
+        "plan_model",
+        "blue_plan_rollout",
     }
     # Every blue seed plays every red seed for eval_episodes episodes: the family
     # (one seed a member), the best responses of the earlier generations and
@@ -123,14 +138,17 @@ def test_the_league_store_holds_every_checkpoint_and_rates_every_player(quick_ru
     for generations in results["lineages"].values():
         for gen in generations:
             red_seeds = family + (gen["generation"] + 1) * QUICK.num_seeds
-            expected += QUICK.num_seeds * red_seeds * QUICK.eval_episodes
+            rows = 2 if "planner" in gen else 1  # the plan lineage's planner too
+            expected += rows * QUICK.num_seeds * red_seeds * QUICK.eval_episodes
     assert len(matches) == expected
     assert {m["score"] for m in matches} <= {0.0, 0.5, 1.0}
     players = results["ratings"]["players"]
     assert set(players) == {m["player"] for m in matches} | {
         m["opponent"] for m in matches
     }
-    assert len([p for p in players if p.startswith("blue:")]) == len(BLUES) * g
+    blues = [p for p in players if p.startswith("blue:")]
+    assert len(blues) == (len(BLUES) + 1) * g  # the planners too
+    assert sum(p.endswith("_planner") for p in blues) == g
     fit = fit_bradley_terry([(m["player"], m["opponent"], m["score"]) for m in matches])
     for name, rating, low, high in fit.leaderboard():
         assert players[name]["rating"] == pytest.approx(rating)

@@ -28,6 +28,16 @@ One lineage per blue kind (:data:`BLUES`), each over generations ``g = 0 .. G-1`
 
    The model blues' belief is also read on the newest red of ``R_g``
    (:func:`belief_on_red`).
+
+``plan``, the planning blue, re-fits the model every generation and trains the
+MAPPO blue as ``remodel`` does; that policy is the rollout policy of a lookahead
+(:attr:`CotrainConfig.planner`) that draws red's moves from the style clones under
+the belief of blue's observation (:class:`~mopa.planning.ObservedBeliefPlanner`).
+Training red against a planner is expensive, so the planner's moves against every
+red of ``R_g`` are imitated by a fresh actor (expert iteration's distillation,
+``distill_*`` stages): the distilled policy is the lineage's blue, the one red's best
+response answers and red's population meets; the planner itself is evaluated
+beside it (``planner`` in each generation's results).
 6. **The league's store** (:func:`write_league`): every policy and style model in
    the checkpoint manifest, every evaluation episode a match (blue wins by the
    game's league rule, :func:`mopa.league.arena.outcome_rule`), Elo in the order
@@ -77,7 +87,7 @@ from mopa.cotrain.scripted import (
 from mopa.envs import make
 from mopa.errors import InvalidParameterError
 from mopa.eval.intervals import mean_interval
-from mopa.eval.tournament import TournamentEntry, play_tournament
+from mopa.eval.tournament import TournamentEntry, broadcast_seeds, play_tournament
 from mopa.league.arena import outcome_rule
 from mopa.league.backend import Backend, InProcessBackend
 from mopa.league.manifest import CheckpointManifest, config_hash
@@ -88,15 +98,24 @@ from mopa.opponent.belief_game import BeliefObservation
 from mopa.opponent.data import concatenate, generate
 from mopa.opponent.population import PopulationConfig, population_log_probs
 from mopa.opponent.styles import StyleConfig, fit_style_population, style_purity
+from mopa.planning import (
+    LookaheadConfig,
+    LookaheadParams,
+    LookaheadPlayer,
+    PopulationModelParams,
+    PopulationOpponentModel,
+)
+from mopa.planning.observed_belief import ObservedBeliefPlanner
 from mopa.players import PolicyPlayer
-from mopa.policy import PolicySpec
+from mopa.policy import PolicySpec, agent_inputs, fit_actor
 
 if TYPE_CHECKING:  # the experiments package registers mopa cotrain, which imports us
     from mopa.experiments.stages import Stages
 
-BLUES = ("blind", "remodel", "fit_once")
+BLUES = ("blind", "remodel", "fit_once", "plan")
 """The blue kinds: no model, a model re-fitted every generation, a model fitted at
-generation 0 only."""
+generation 0 only, and the planning blue (the model re-fitted every generation;
+blue's moves planned against it, distilled into the policy red answers)."""
 MODEL_FORMAT = "mopa.cotrain.style_model"
 EVAL_FORMAT = 2
 """The evaluation stage's result format, among its inputs: a stage stored in an
@@ -170,6 +189,19 @@ class CotrainConfig:
     ``red_private_tail``)."""
     eval_episodes: int = 20
     """Episodes per blue seed against every red."""
+    planner: LookaheadConfig = dataclasses.field(
+        default_factory=lambda: LookaheadConfig(
+            num_rollouts=4, horizon=4, leaf_weight=0.0, mode="per_agent"
+        )
+    )
+    """The planning blue's lookahead (``plan``): rollouts through the belief game,
+    red drawn from the style model's clones, blue's MAPPO policy after the root;
+    rewards only (the MAPPO actor has no Q-values for a leaf)."""
+    distill_episodes: int = 8
+    """Episodes of the planner against every red of the population, per blue
+    seed, that its distillation imitates."""
+    distill_updates: int = 2000
+    """Adam updates of the distillation."""
     seed: int = 0
 
     def __post_init__(self):
@@ -193,6 +225,8 @@ class CotrainConfig:
             "num_chunks",
             "data_episodes",
             "eval_episodes",
+            "distill_episodes",
+            "distill_updates",
         ):
             if getattr(self, name) < 1:
                 raise InvalidParameterError(
@@ -571,7 +605,7 @@ def _lineage(
     for g in range(config.generations):
         tag = f"{blue}_g{g}"
         model_result = None
-        if blue != "blind" and (blue == "remodel" or g == 0):
+        if blue != "blind" and (blue in ("remodel", "plan") or g == 0):
             model_stage = f"model_{tag}"
             inputs = {
                 "reds": [_fingerprint(p) for p in population],
@@ -615,6 +649,28 @@ def _lineage(
             model_path,
             progress,
         )
+        rollout_path = distillation = None
+        if blue == "plan":  # blue_path becomes the planner's distillation
+            rollout_path, distill_stage = blue_path, f"distill_{tag}"
+            distillation = stages.run(
+                distill_stage,
+                {
+                    "rollout": _fingerprint(rollout_path),
+                    "model": _fingerprint(model_path),
+                    "reds": [_fingerprint(p) for p in population],
+                    "planner": _plain(config.planner),
+                    "episodes": config.distill_episodes,
+                    "updates": config.distill_updates,
+                    "seed": config.seed,
+                },
+                functools.partial(
+                    _distill, config, game, rollout_path, list(population), g, progress
+                ),
+            )
+            blue_path = str(stages.folder(distill_stage) / "blue.policy")
+            checkpoints.append(
+                _checkpoint(rollout_path, f"blue_{blue}_rollout", g, blue_train)
+            )
         red_result, red_path, red_train = _team_stage(
             config,
             stages,
@@ -641,6 +697,8 @@ def _lineage(
                 "newest_red": _fingerprint(population[-1]),
                 "belief_episodes": config.data_episodes,
                 "result_format": EVAL_FORMAT,
+                "rollout": _fingerprint(rollout_path),
+                "planner": _plain(config.planner) if rollout_path else None,
             },
             functools.partial(
                 _evaluate,
@@ -652,6 +710,7 @@ def _lineage(
                 red_path,
                 g,
                 progress,
+                rollout_path=rollout_path,
             ),
         )
         red_names = {
@@ -662,6 +721,9 @@ def _lineage(
         scores = evaluation.pop("scores")  # per episode: kept in the stage only
         for column, values in scores.items():
             matches.append((tag, red_names[column], g, values))
+        if "planner" in evaluation:
+            for column, values in evaluation["planner"].pop("scores").items():
+                matches.append((f"{tag}_planner", red_names[column], g, values))
         checkpoints += [
             _checkpoint(blue_path, f"blue_{blue}", g, blue_train),
             _checkpoint(red_path, f"red_{blue}", g, red_train),
@@ -672,6 +734,7 @@ def _lineage(
                 "population_size": len(population),
                 "model": model_result,
                 "blue_training": blue_result["final"],
+                "distillation": distillation,
                 "best_response_training": red_result["final"],
                 **evaluation,
             }
@@ -786,10 +849,21 @@ def _seed_entries(config, prefix: str, path: str) -> list[TournamentEntry]:
 
 
 def _evaluate(
-    config, game, blue_path, population, held_out, red_path, g, progress, folder
+    config,
+    game,
+    blue_path,
+    population,
+    held_out,
+    red_path,
+    g,
+    progress,
+    folder,
+    rollout_path=None,
 ):
     """Blue's seeds against every red: the population, the held-out reds and its
-    best response (each seed of it). The stage writes no file in ``folder``."""
+    best response (each seed of it); with ``rollout_path`` (the ``plan``
+    lineage), the planning blue too, under ``"planner"``. The stage writes no
+    file in ``folder``."""
     del folder
     env, params = game
     blue_spec, blue_params = read_team(blue_path, config.blue_team)
@@ -802,17 +876,38 @@ def _evaluate(
         ),
         *_seed_entries(config, "best_response", red_path),
     ]
-    progress(f"[eval g{g}] blue x {len(reds)} reds x {config.eval_episodes}")
-    blue = TournamentEntry("blue", PolicyPlayer(blue_spec, greedy=False), blue_params)
+    blues = [
+        TournamentEntry("blue", PolicyPlayer(blue_spec, greedy=False), blue_params)
+    ]
+    if rollout_path is not None:
+        planner, planner_params = _planner(config, game, rollout_path)
+        blues.append(TournamentEntry("planner", planner, planner_params))
+    progress(
+        f"[eval g{g}] {len(blues)} blue x {len(reds)} reds x {config.eval_episodes}"
+    )
     result = play_tournament(
         env,
         params,
-        [blue],
+        blues,
         reds,
         jax.random.fold_in(jax.random.key(config.seed), 5000 + g),
         num_episodes=config.eval_episodes,
     )
-    values = result.metric(config.metric)[0]  # [C, P, N]
+    evaluation = _row_summary(config, result, 0)
+    evaluation["belief_on_newest_red"] = (
+        belief_on_red(config, game, blue_path, population[-1], g)
+        if isinstance(env, BeliefObservation)
+        else None
+    )
+    if rollout_path is not None:
+        evaluation["planner"] = _row_summary(config, result, 1)
+    return evaluation
+
+
+def _row_summary(config, result, row: int) -> dict[str, Any]:
+    """One blue row of the evaluation's tournament: its score against each red
+    set, its best response's return, and every episode's outcome (``scores``)."""
+    values = result.metric(config.metric)[row]  # [C, P, N]
     by_name = dict(zip(result.column_names, values, strict=True))
 
     def pooled(prefix: str) -> dict[str, Any]:
@@ -821,19 +916,14 @@ def _evaluate(
         per_seed = np.mean(np.stack([np.asarray(v) for v in chosen]), (0, 2))
         return {**summary, "per_blue_seed": per_seed.tolist()}
 
-    red_returns = result.metric(f"return/{config.red_team}")[0]
+    red_returns = result.metric(f"return/{config.red_team}")[row]
     br = [i for i, n in enumerate(result.column_names) if n.startswith("best_resp")]
-    outcome = _episode_scores(config, result)  # [C, P, N]
+    outcome = _episode_scores(config, result, row)  # [C, P, N]
     scores: dict[str, list[float]] = {}
     for name, values in zip(result.column_names, outcome, strict=True):
         scores.setdefault(name.rsplit("_s", 1)[0], []).extend(np.ravel(values).tolist())
     return {
         "scores": scores,
-        "belief_on_newest_red": (
-            belief_on_red(config, game, blue_path, population[-1], g)
-            if isinstance(env, BeliefObservation)
-            else None
-        ),
         "score_vs_population": pooled("population_"),
         "score_vs_held_out": pooled("held_out_"),
         "exploitability": {
@@ -841,6 +931,101 @@ def _evaluate(
             "best_response_return": mean_interval(np.ravel(red_returns[br])),
         },
     }
+
+
+# -- the planning blue -----------------------------------------------------------------
+def _planner(config: CotrainConfig, game, rollout_path: str):
+    """``(player, params [S, ...])``: the planning blue of the belief ``game``.
+
+    It scores its candidate moves by :attr:`CotrainConfig.planner` rollouts
+    through the game, red's moves drawn from the style model's clones under the
+    belief of its observation (:class:`~mopa.planning.ObservedBeliefPlanner`),
+    blue's own moves after the root from the MAPPO blue at ``rollout_path``
+    (every seed: params ``[S, ...]``)."""
+    env, params = game
+    spec, stacked = read_team(rollout_path, config.blue_team)
+    red = env.team_index(config.red_team)
+    model = PopulationOpponentModel(
+        env.population, team=red, num_opponents=env.team_sizes[red]
+    )
+    planner = ObservedBeliefPlanner(
+        LookaheadPlayer(env, config.blue_team, config.planner, model, spec),
+        env.num_members,
+    )
+    seeds = pool_size(stacked)
+    belief = jnp.full((1, env.num_members), 1.0 / env.num_members)  # replaced
+    planner_params = LookaheadParams(
+        env_params=broadcast_seeds(params, seeds),
+        own_params=stacked,
+        opponent_params=PopulationModelParams(
+            clone_params=broadcast_seeds(params.clones, seeds),
+            belief=broadcast_seeds(belief, seeds),
+        ),
+    )
+    return planner, planner_params
+
+
+def _distill(
+    config, game, rollout_path, population, g, progress, folder
+) -> dict[str, Any]:
+    """The planning blue distilled into a policy (expert iteration's imitation
+    step): ``distill_episodes`` episodes of each blue seed's planner against every
+    red of the population (red seed ``s`` modulo its seeds), and blue's actor
+    fitted to the planner's moves by :func:`mopa.policy.fit_actor`; written as
+    ``blue.policy`` (every seed)."""
+    env, params = game
+    planner, stacked = _planner(config, game, rollout_path)
+    seeds = pool_size(stacked.own_params)
+    train = config.train_config(config.blue_steps, config.seed)
+    spec = actor_spec(train, team_infos(env)[env.team_index(config.blue_team)])
+    progress(
+        f"[distill g{g}] planner x {len(population)} reds x "
+        f"{config.distill_episodes} episodes, {seeds} seeds"
+    )
+    key = jax.random.fold_in(jax.random.key(config.seed), 8000 + g)
+    weights, facts = [], []
+    for s in range(seeds):
+        obs, actions = [], []
+        for i, path in enumerate(population):
+            red_spec, red_stack = read_team(path, config.red_team)
+            r = s % pool_size(red_stack)
+            data = generate(
+                env,
+                params,
+                (planner, PolicyPlayer(red_spec, greedy=False)),
+                (
+                    jax.tree.map(lambda x, s=s: x[s], stacked),
+                    jax.tree.map(lambda x, r=r: x[r], red_stack),
+                ),
+                jax.random.fold_in(key, 100 * s + i),
+                num_chains=config.distill_episodes,
+            )
+            valid = np.asarray(data["valid"], bool)
+            obs.append(np.asarray(data[f"obs.{config.blue_team}"])[valid])
+            actions.append(np.asarray(data[f"actions.{config.blue_team}"])[valid])
+        obs, actions = np.concatenate(obs), np.concatenate(actions)
+        fitted, losses = fit_actor(
+            spec,
+            obs,
+            actions,
+            jax.random.fold_in(key, 10_000 + s),
+            num_updates=config.distill_updates,
+            batch_size=256,
+            lr=1e-3,
+        )
+        logits = spec.module().apply(fitted, agent_inputs(spec, jnp.asarray(obs)))
+        agreement = float(np.mean(np.argmax(np.asarray(logits), -1) == actions))
+        weights.append(fitted)
+        facts.append(
+            {
+                "samples": int(actions.size),
+                "agreement": agreement,
+                "loss": float(losses[-1]),
+            }
+        )
+    stacked_weights = jax.tree.map(lambda *x: np.stack(x), *weights)
+    write_team(folder / "blue.policy", train, config.blue_team, spec, stacked_weights)
+    return {"seeds": facts}
 
 
 def belief_on_red(
@@ -919,16 +1104,16 @@ def _outcome(env, env_params) -> str:
         return "returns"
 
 
-def _episode_scores(config: CotrainConfig, result) -> np.ndarray:
-    """Blue's score of every episode of ``result`` (one row of blue), ``[C, P,
-    N]``: 1 a win, 0.5 a draw, 0 a loss, by :func:`_outcome`'s rule."""
-    totals = {key: np.asarray(value[0]) for key, value in result.totals.items()}
+def _episode_scores(config: CotrainConfig, result, row: int = 0) -> np.ndarray:
+    """Blue's score of every episode of ``result``'s blue ``row``, ``[C, P, N]``:
+    1 a win, 0.5 a draw, 0 a loss, by :func:`_outcome`'s rule."""
+    totals = {key: np.asarray(value[row]) for key, value in result.totals.items()}
     if {"blue_win", "red_win", "draw"} <= set(totals):  # battalion (blue first)
         return (totals["blue_win"] > 0) + 0.5 * (totals["draw"] > 0)
     if "captures" in totals:  # pursuit: a capture is blue's win
         return (totals["captures"] > 0).astype(np.float64)
-    mine = result.metric(f"return/{config.blue_team}")[0]
-    theirs = result.metric(f"return/{config.red_team}")[0]
+    mine = result.metric(f"return/{config.blue_team}")[row]
+    theirs = result.metric(f"return/{config.red_team}")[row]
     return (mine > theirs) + 0.5 * (mine == theirs)
 
 

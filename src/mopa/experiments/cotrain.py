@@ -15,6 +15,7 @@ from mopa.envs.scripted_red import STRATEGIES
 from mopa.experiments.registry import profile_name, register_experiment
 from mopa.opponent.bc import BCConfig
 from mopa.opponent.styles import StyleConfig
+from mopa.planning import LookaheadConfig
 from mopa.report.cotrain_report import results_markdown, write_report
 
 
@@ -37,6 +38,9 @@ def tiny(config: CotrainConfig, num_actions: int, **fields) -> CotrainConfig:
                 num_actions=num_actions, hidden=(8,), num_epochs=1, batch_size=32
             ),
         ),
+        planner=LookaheadConfig(num_rollouts=2, horizon=2, leaf_weight=0.0),
+        distill_episodes=2,
+        distill_updates=20,
         **fields,
     )
 
@@ -84,6 +88,7 @@ PROFILES = {
     "battalion_quick": tiny(
         BATTALION,
         18,
+        blues=("blind", "plan"),  # the suite's time: the battalion compiles slowly
         generations=1,
         family=tuple((n, (("scripted", n),)) for n in ("rush", "hold", "feint")),
         held_out_family=("feint",),

@@ -25,6 +25,7 @@ from mopa.planning.mcts import (
     SearchNode,
     simulator_steps_per_decision,
 )
+from mopa.planning.observed_belief import ObservedBeliefPlanner
 from mopa.planning.opponents import (
     FallbackLatent,
     FunctionOpponentModel,
@@ -51,6 +52,7 @@ __all__ = [
     "MCTSConfig",
     "MCTSPlan",
     "MCTSPlayer",
+    "ObservedBeliefPlanner",
     "OpponentHeadModel",
     "OpponentModel",
     "Plan",

@@ -38,6 +38,19 @@ def _cell(generation: Mapping, path: tuple[str, ...]) -> Mapping | None:
     return value
 
 
+def series(results: Mapping) -> dict[str, list[Mapping]]:
+    """Every blue's generations, the planning blue's planner as a blue of its own
+    (``plan (planner)``, beside ``plan``, its distillation)."""
+    out: dict[str, list[Mapping]] = {}
+    for blue, generations in results["lineages"].items():
+        out[blue] = generations
+        if generations and "planner" in generations[0]:
+            out[f"{blue} (planner)"] = [
+                {"generation": g["generation"], **g["planner"]} for g in generations
+            ]
+    return out
+
+
 def _title(results: Mapping, title: str) -> str:
     return title.format(metric=results["metric"])
 
@@ -61,9 +74,11 @@ def final_rows(results: Mapping) -> tuple[list[str], list[list[str]]]:
     ]
     players = results["ratings"]["players"]
     rows = []
-    for blue, generations in results["lineages"].items():
+    for blue, generations in series(results).items():
         last = generations[-1]
-        rating = players[f"blue:{blue}_g{last['generation']}"]
+        name = blue.replace(" (planner)", "")
+        planner = "_planner" if name != blue else ""
+        rating = players[f"blue:{name}_g{last['generation']}{planner}"]
         low, high = rating["ci95"]
         rows.append(
             [
@@ -82,7 +97,7 @@ def curve_rows(
     results: Mapping, path: tuple[str, ...]
 ) -> tuple[list[str], list[list[str]]]:
     """One curve as a table: a row per blue, a column per generation."""
-    lineages = results["lineages"]
+    lineages = series(results)
     count = len(next(iter(lineages.values())))
     header = ["blue", *(f"g{g}" for g in range(count))]
     rows = [
@@ -154,7 +169,7 @@ def plot_generations(results: Mapping, path: str | Path) -> Path:
     figure = Figure(figsize=(9.0, 6.6))
     axes = figure.subplots(2, 2).ravel()
     for ax, (curve, title) in zip(axes, CURVES, strict=True):
-        for index, (blue, generations) in enumerate(results["lineages"].items()):
+        for index, (blue, generations) in enumerate(series(results).items()):
             points = [(g["generation"], _cell(g, curve)) for g in generations]
             points = [(x, c) for x, c in points if c is not None]
             if not points:
