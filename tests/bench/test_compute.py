@@ -9,6 +9,7 @@ import pytest
 
 from mopa.bench.compute import (
     DenseShape,
+    largest_dense_layer,
     largest_trained_layer,
     matmul_gflop_s,
     program_flops,
@@ -100,6 +101,30 @@ def test_largest_trained_layer_is_the_costliest_gradient():
     layer = largest_trained_layer(agents, _params(), jnp.ones((ROWS, 3, INPUTS)))
     assert layer == DenseShape(rows=3 * ROWS, inputs=INPUTS, outputs=HIDDEN)
     assert largest_trained_layer(lambda x: x @ x.T, jnp.ones((4, 4))) is None
+
+
+def test_largest_dense_layer_is_the_costliest_forward_matmul():
+    def forward(params, x):  # x [R, I]
+        h = jax.nn.relu(x @ params["hidden"]["kernel"])
+        return h @ params["out"]["kernel"]
+
+    x = jnp.ones((ROWS, INPUTS))
+    assert largest_dense_layer(forward, _params(), x) == DenseShape(
+        ROWS, INPUTS, HIDDEN
+    )
+    # vmap-ed over games and candidates (params shared): one matmul of every row.
+    batched = jax.vmap(jax.vmap(forward, (None, 0)), (None, 0))
+    layer = largest_dense_layer(batched, _params(), jnp.ones((5, 7, ROWS, INPUTS)))
+    assert layer == DenseShape(5 * 7 * ROWS, INPUTS, HIDDEN)
+
+    # Each application counts by its own FLOPs: here the output layer's.
+    def two(params, x):  # the output layer also sees 64 x more rows
+        wide = jnp.ones((64 * ROWS, HIDDEN)) @ params["out"]["kernel"]
+        return forward(params, x), wide
+
+    layer = largest_dense_layer(two, _params(), x)
+    assert layer == DenseShape(64 * ROWS, HIDDEN, OUTPUTS)
+    assert largest_dense_layer(lambda x: x @ x.T, jnp.ones((4, 4))) is None
 
 
 def test_matmul_reference_is_a_positive_rate():

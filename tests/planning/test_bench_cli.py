@@ -23,6 +23,18 @@ def test_bench_planner_writes_rows_and_metadata(tmp_path, capsys):
     assert row["planner_slowdown"] == pytest.approx(
         row["greedy_decisions_per_s"] / row["decisions_per_s"]
     )
+    # The machine's limit: a decision's FLOPs, and the Q-network's widest
+    # application (8 hidden units, so 8 x 8, over every game, candidate and
+    # rollout of the 3 predators) as the reference matmul.
+    assert row["flops_per_decision"] > 0
+    assert row["gflop_s"] == pytest.approx(
+        row["flops_per_decision"] * row["decisions_per_s"] / 1e9
+    )
+    rows, inputs, outputs = row["matmul_shape"]
+    assert rows % (2 * 15 * 2) == 0 and outputs == 8
+    assert row["matmul_fraction"] == pytest.approx(
+        row["gflop_s"] / row["matmul_gflop_s"]
+    )
     meta = json.loads((tmp_path / "planner.meta.json").read_text())
     assert meta["config"]["command"] == "bench planner"
     assert meta["config"]["num_rollouts"] == 2 and "git_sha" in meta

@@ -155,11 +155,7 @@ def largest_trained_layer(fn: Callable[..., Any], *args: Any) -> DenseShape | No
     Returns:
         The shape with the most FLOPs, or ``None`` when ``fn`` trains no kernel.
     """
-    kernels = {
-        tuple(leaf.shape)
-        for path, leaf in jax.tree_util.tree_leaves_with_path(args)
-        if getattr(path[-1], "key", None) == "kernel" and len(leaf.shape) == 2
-    }
+    kernels = _kernel_shapes(args)
     shapes = []
     for eqn in _equations(jax.make_jaxpr(fn)(*args).jaxpr):
         if eqn.primitive.name != "dot_general":
@@ -173,6 +169,44 @@ def largest_trained_layer(fn: Callable[..., Any], *args: Any) -> DenseShape | No
             lhs = eqn.invars[0].aval.shape
             shapes.append(DenseShape(math.prod(lhs[d] for d in contract), *kernel))
     return max(shapes, key=lambda s: s.flops, default=None)
+
+
+def largest_dense_layer(fn: Callable[..., Any], *args: Any) -> DenseShape | None:
+    """The largest forward matmul of a dense layer in ``fn(*args)``, for a program
+    that only runs its networks, such as a planner's decision (a trainer's is
+    :func:`largest_trained_layer`).
+
+    The layers are the 2-D leaves named ``kernel`` in ``args``. A layer's forward
+    matmul is a ``dot_general`` whose right operand is the kernel, contracted over
+    its first axis; its rows are the product of the left operand's other axes
+    (``vmap``-ed axes included: the games, candidates and rollouts applied at
+    once).
+
+    Returns:
+        The shape with the most FLOPs, or ``None`` when ``fn`` applies no kernel.
+    """
+    kernels = _kernel_shapes(args)
+    shapes = []
+    for eqn in _equations(jax.make_jaxpr(fn)(*args).jaxpr):
+        if eqn.primitive.name != "dot_general":
+            continue
+        (lhs_contract, rhs_contract), (_, rhs_batch) = eqn.params["dimension_numbers"]
+        kernel = tuple(eqn.invars[1].aval.shape)
+        if kernel not in kernels or tuple(rhs_contract) != (0,) or rhs_batch:
+            continue
+        lhs = eqn.invars[0].aval.shape
+        free = math.prod(d for i, d in enumerate(lhs) if i not in lhs_contract)
+        shapes.append(DenseShape(free, *kernel))
+    return max(shapes, key=lambda s: s.flops, default=None)
+
+
+def _kernel_shapes(args: Any) -> set[tuple[int, int]]:
+    """Shapes of the 2-D leaves named ``kernel`` in ``args`` (the dense layers)."""
+    return {
+        tuple(leaf.shape)
+        for path, leaf in jax.tree_util.tree_leaves_with_path(args)
+        if getattr(path[-1], "key", None) == "kernel" and len(leaf.shape) == 2
+    }
 
 
 def _equations(jaxpr: Jaxpr):

@@ -8,7 +8,12 @@ opponent model, as in Exp 3) and reports the median over repetitions. The
 references: the greedy policy's decisions per second on the same batch (what
 planning costs over acting), and the bare game's steps per second at the planner's
 imagined batch (``batch x candidates x rollouts`` games), against which the
-planner's imagined steps per second show its overhead over pure simulation.
+planner's imagined steps per second show its overhead over pure simulation; and,
+as for training (:mod:`mopa.bench.train_speed`), the machine's own limit: the
+FLOPs of a decision from XLA's cost analysis
+(:func:`~mopa.bench.compute.program_flops`), the GFLOP/s achieved, and a plain
+jitted matmul of the planner's largest layer application
+(:func:`~mopa.bench.compute.largest_dense_layer`) measured in the same run.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from mopa.bench.compute import largest_dense_layer, matmul_gflop_s, program_flops
 from mopa.bench.env_speed import compile_rollout, mopa_harness
 from mopa.envs import make
 from mopa.envs.pursuit import PREDATOR
@@ -80,9 +86,12 @@ def bench_planner(
         Rows ``{"mode", "batch", "num_rollouts", "horizon", "candidates",
         "decisions_per_s", "greedy_decisions_per_s", "planner_slowdown",
         "imagined_steps_per_s", "env_steps_per_s", "env_batch", "sim_fraction",
-        "compile_s"}``: ``planner_slowdown`` is greedy over planner decisions per
-        second; ``sim_fraction`` is imagined over bare-game steps per second (1
-        would mean the planner costs no more than its simulation).
+        "compile_s", "hidden", "flops_per_decision", "gflop_s", "matmul_shape",
+        "matmul_gflop_s", "matmul_fraction"}``: ``planner_slowdown`` is greedy
+        over planner decisions per second; ``sim_fraction`` is imagined over
+        bare-game steps per second (1 would mean the planner costs no more than
+        its simulation); ``matmul_fraction`` is ``gflop_s`` over a plain matmul of
+        ``matmul_shape`` (rows x inputs x outputs) on the same machine.
     """
     env, env_params = make("tag")
     spec = PolicySpec(
@@ -133,6 +142,10 @@ def bench_planner(
             repeats,
             min_seconds,
         )
+        args = (params, keys, states, team_obs, carry, reset)
+        act = jax.vmap(player.act, in_axes=in_axes)
+        flops = program_flops(act, *args) / batch
+        layer = largest_dense_layer(act, *args)
         imagined_per_decision = player.num_candidates * num_rollouts * horizon
         env_batch = batch * player.num_candidates * num_rollouts
         env_steps = 20
@@ -158,7 +171,16 @@ def bench_planner(
             / (env_batch * env_steps / bare_s),
             "compile_s": compile_s,
             "hidden": list(hidden),
+            "flops_per_decision": flops,
+            "gflop_s": flops * decisions / 1e9,
+            "matmul_shape": None if layer is None else list(layer),
+            "matmul_gflop_s": None,
+            "matmul_fraction": None,
         }
+        if layer is not None:
+            limit = matmul_gflop_s(layer, 1, repeats=repeats)
+            row["matmul_gflop_s"] = limit
+            row["matmul_fraction"] = row["gflop_s"] / limit
         rows.append(row)
         if progress is not None:
             progress(row)

@@ -62,7 +62,8 @@ def _add_planner_parser(kinds: argparse._SubParsersAction) -> None:
     planner = kinds.add_parser(
         "planner",
         help="Monte-Carlo lookahead decisions per second for 3 predators on tag, "
-        "against the greedy policy and the bare game in the same run",
+        "against the greedy policy and the bare game in the same run; FLOPs per "
+        "decision and GFLOP/s against a matmul of the largest layer application",
     )
     planner.add_argument("--json", type=Path, help="also write the rows to this path")
     planner.add_argument(
@@ -115,15 +116,23 @@ def run_planner(args: argparse.Namespace) -> int:
     print(
         f"{'mode':9s} {'batch':>5s} {'cands':>5s} {'decisions/s':>12s} "
         f"{'greedy/s':>10s} {'slowdown':>8s} {'imagined/s':>11s} {'env/s':>11s} "
-        f"{'sim_frac':>8s}"
+        f"{'sim_frac':>8s} {'flops/dec':>10s} {'GFLOP/s':>8s} {'matmul':>16s} "
+        f"{'mm GFLOP/s':>10s} {'fraction':>8s}"
     )
 
     def show(row):
+        shape, limit, fraction = "-", "-", "-"
+        if row["matmul_shape"] is not None:
+            shape = "x".join(map(str, row["matmul_shape"]))
+            limit = f"{row['matmul_gflop_s']:.1f}"
+            fraction = f"{row['matmul_fraction']:.3f}"
         print(
             f"{row['mode']:9s} {row['batch']:5d} {row['candidates']:5d} "
             f"{row['decisions_per_s']:12,.0f} {row['greedy_decisions_per_s']:10,.0f} "
             f"{row['planner_slowdown']:8.0f} {row['imagined_steps_per_s']:11,.0f} "
-            f"{row['env_steps_per_s']:11,.0f} {row['sim_fraction']:8.2f}",
+            f"{row['env_steps_per_s']:11,.0f} {row['sim_fraction']:8.2f} "
+            f"{row['flops_per_decision']:10.3g} {row['gflop_s']:8.2f} {shape:>16s} "
+            f"{limit:>10s} {fraction:>8s}",
             flush=True,
         )
 
