@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mopa.core.tracing import batched_like
 from mopa.envs.base import Env, episode_sum_keys
 from mopa.errors import InvalidParameterError
 from mopa.eval.intervals import half_width
@@ -99,7 +100,8 @@ def play_episode(
         alive = alive & ~(terminated | truncated)
         return (obs, state, carries, alive, returns, sums, jnp.zeros((), bool)), None
 
-    init = (obs, state, carries, jnp.ones((), bool), returns, sums, jnp.ones((), bool))
+    init = (obs, state, carries, jnp.ones((), bool), returns, sums)
+    init = (*batched_like(init, key_reset), jnp.ones((), bool))  # cheap to trace
     (_, _, _, _, returns, sums, _), _ = jax.lax.scan(
         step, init, jax.random.split(key_run, horizon)
     )
