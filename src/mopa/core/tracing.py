@@ -9,6 +9,13 @@ rounds: two levels of two rounds trace the innermost body four times. An
 episode's scan holding a planner's rollout scans spent most of a tournament's
 tracing there. :func:`batched_like` starts a carry batched wherever a key is, so
 the first round is the last.
+
+It is used for the episode's scan (:func:`mopa.eval.evaluate.play_episode`), whose
+players' results it leaves bit for bit as they were. It is not used for a
+planner's rollouts: there the root state is the same for every candidate, and a
+carry batched from the start turns its one matrix-vector product into a
+matrix-matrix product per candidate, which XLA's CPU code rounds differently; the
+planning blue of ``results/cotrain`` then changed a few of its moves.
 """
 
 from __future__ import annotations

@@ -48,7 +48,6 @@ import numpy as np
 from flax import struct
 
 from mopa.core.checks import check_fields
-from mopa.core.tracing import batched_like
 from mopa.envs.base import Env, TeamArrays
 from mopa.envs.spaces import Discrete
 from mopa.errors import InvalidParameterError, MopaError
@@ -469,7 +468,6 @@ class LookaheadPlayer:
         steps = jnp.arange(config.horizon)
         discounts = config.gamma ** steps.astype(jnp.float32)
         rollout = (state, root_obs, carry, jnp.ones((), bool), jnp.zeros(()))
-        rollout = batched_like(rollout, step_keys[0])  # cheap to trace under vmap
         (state, obs, carry, alive, total), _ = jax.lax.scan(
             step, rollout, (steps, step_keys, discounts)
         )

@@ -66,7 +66,6 @@ import mctx
 import numpy as np
 
 from mopa.core.checks import check_fields
-from mopa.core.tracing import batched_like
 from mopa.envs.base import Env
 from mopa.errors import InvalidParameterError
 from mopa.planning.lookahead import (
@@ -525,11 +524,9 @@ class MCTSPlayer:
         alive, total = jnp.ones((), bool), jnp.zeros(())
         if L > 0:
             discounts = config.gamma ** jnp.arange(L, dtype=jnp.float32)
-            keys = jax.random.split(key, L)
             rollout = (state, obs, carry, values, alive, total)
-            rollout = batched_like(rollout, keys[0])  # cheap to trace under vmap
             (state, obs, carry, _, alive, total), _ = jax.lax.scan(
-                step, rollout, (keys, discounts)
+                step, rollout, (jax.random.split(key, L), discounts)
             )
         return total + jnp.where(
             alive, config.gamma**L * self._scaled_leaf(search, state, obs, carry), 0.0
