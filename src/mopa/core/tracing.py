@@ -11,11 +11,11 @@ tracing there. :func:`batched_like` starts a carry batched wherever a key is, so
 the first round is the last.
 
 It is used for the episode's scan (:func:`mopa.eval.evaluate.play_episode`), whose
-players' results it leaves bit for bit as they were. It is not used for a
-planner's rollouts: there the root state is the same for every candidate, and a
-carry batched from the start turns its one matrix-vector product into a
-matrix-matrix product per candidate, which XLA's CPU code rounds differently; the
-planning blue of ``results/cotrain`` then changed a few of its moves.
+players' results it left bit for bit as they were. It is not used for a
+planner's rollouts: there it changed the planning blue's moves in
+``results/cotrain`` in a few steps (presumably rounding: the root state is the
+same for every candidate, so products on it ran once, unbatched, and batched from
+the start they run per candidate with other kernels).
 """
 
 from __future__ import annotations
