@@ -23,9 +23,9 @@ def test_bench_planner_writes_rows_and_metadata(tmp_path, capsys):
     assert row["planner_slowdown"] == pytest.approx(
         row["greedy_decisions_per_s"] / row["decisions_per_s"]
     )
-    # The machine's limit: a decision's FLOPs, and the Q-network's widest
-    # application (8 hidden units, so 8 x 8, over every game, candidate and
-    # rollout of the 3 predators) as the reference matmul.
+    # The machine's limit: a decision's FLOPs, and the Q-network's costliest
+    # layer application (its observations into the 8 hidden units, over every
+    # game, candidate and rollout of the 3 predators) as the reference matmul.
     assert row["flops_per_decision"] > 0
     assert row["gflop_s"] == pytest.approx(
         row["flops_per_decision"] * row["decisions_per_s"] / 1e9

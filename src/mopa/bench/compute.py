@@ -200,6 +200,23 @@ def largest_dense_layer(fn: Callable[..., Any], *args: Any) -> DenseShape | None
     return max(shapes, key=lambda s: s.flops, default=None)
 
 
+def matmul_limit(
+    layer: DenseShape | None, gflop_s: float, num_seeds: int, repeats: int = 5
+) -> dict[str, Any]:
+    """A benchmark row's limit fields for a program that ran at ``gflop_s``:
+    ``matmul_shape`` (``[rows, inputs, outputs]``), ``matmul_gflop_s`` (a plain
+    matmul of that shape, :func:`matmul_gflop_s`, measured now) and
+    ``matmul_fraction`` (``gflop_s`` over it); all ``None`` without a layer."""
+    if layer is None:
+        return {"matmul_shape": None, "matmul_gflop_s": None, "matmul_fraction": None}
+    limit = matmul_gflop_s(layer, num_seeds, repeats=repeats)
+    return {
+        "matmul_shape": list(layer),
+        "matmul_gflop_s": limit,
+        "matmul_fraction": gflop_s / limit,
+    }
+
+
 def _kernel_shapes(args: Any) -> set[tuple[int, int]]:
     """Shapes of the 2-D leaves named ``kernel`` in ``args`` (the dense layers)."""
     return {

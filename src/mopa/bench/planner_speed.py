@@ -26,7 +26,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from mopa.bench.compute import largest_dense_layer, matmul_gflop_s, program_flops
+from mopa.bench.compute import largest_dense_layer, matmul_limit, program_flops
 from mopa.bench.env_speed import compile_rollout, mopa_harness
 from mopa.envs import make
 from mopa.envs.pursuit import PREDATOR
@@ -173,14 +173,8 @@ def bench_planner(
             "hidden": list(hidden),
             "flops_per_decision": flops,
             "gflop_s": flops * decisions / 1e9,
-            "matmul_shape": None if layer is None else list(layer),
-            "matmul_gflop_s": None,
-            "matmul_fraction": None,
         }
-        if layer is not None:
-            limit = matmul_gflop_s(layer, 1, repeats=repeats)
-            row["matmul_gflop_s"] = limit
-            row["matmul_fraction"] = row["gflop_s"] / limit
+        row.update(matmul_limit(layer, row["gflop_s"], 1, repeats=repeats))
         rows.append(row)
         if progress is not None:
             progress(row)

@@ -35,7 +35,7 @@ from mopa.algos.mappo.train import make_trainer as mappo_trainer
 from mopa.algos.presets import preset
 from mopa.algos.registry import make_config, trainer_factory
 from mopa.algos.trainer import seed_keys
-from mopa.bench.compute import largest_trained_layer, matmul_gflop_s, program_flops
+from mopa.bench.compute import largest_trained_layer, matmul_limit, program_flops
 from mopa.core.devices import dividing_devices
 
 TRAIN_BENCHES = (
@@ -152,15 +152,8 @@ def bench_train(
             "train_s": train_s,
             "flops_per_step": flops_per_step,
             "gflop_s": gflop_s,
-            "matmul_shape": None,
-            "matmul_gflop_s": None,
-            "matmul_fraction": None,
+            **matmul_limit(layer, gflop_s, seeds, repeats=matmul_repeats),
         }
-        if layer is not None:
-            limit = matmul_gflop_s(layer, seeds, repeats=matmul_repeats)
-            row["matmul_shape"] = list(layer)
-            row["matmul_gflop_s"] = limit
-            row["matmul_fraction"] = gflop_s / limit
         rows.append(row)
         if progress is not None:
             progress(row)

@@ -7,7 +7,7 @@ import importlib.util
 from pathlib import Path
 
 from mopa.cli import bench_beliefs, bench_ray, bench_train
-from mopa.cli.records import add_record_flags, write_benchmark
+from mopa.cli.records import add_record_flags, limit_columns, write_benchmark
 from mopa.core.checks import check_count, check_counts
 from mopa.core.files import check_output_file
 from mopa.errors import UnknownNameError
@@ -121,18 +121,13 @@ def run_planner(args: argparse.Namespace) -> int:
     )
 
     def show(row):
-        shape, limit, fraction = "-", "-", "-"
-        if row["matmul_shape"] is not None:
-            shape = "x".join(map(str, row["matmul_shape"]))
-            limit = f"{row['matmul_gflop_s']:.1f}"
-            fraction = f"{row['matmul_fraction']:.3f}"
         print(
             f"{row['mode']:9s} {row['batch']:5d} {row['candidates']:5d} "
             f"{row['decisions_per_s']:12,.0f} {row['greedy_decisions_per_s']:10,.0f} "
             f"{row['planner_slowdown']:8.0f} {row['imagined_steps_per_s']:11,.0f} "
             f"{row['env_steps_per_s']:11,.0f} {row['sim_fraction']:8.2f} "
-            f"{row['flops_per_decision']:10.3g} {row['gflop_s']:8.2f} {shape:>16s} "
-            f"{limit:>10s} {fraction:>8s}",
+            f"{row['flops_per_decision']:10.3g} {row['gflop_s']:8.2f} "
+            f"{limit_columns(row)}",
             flush=True,
         )
 

@@ -7,7 +7,7 @@ import argparse
 import math
 from pathlib import Path
 
-from mopa.cli.records import write_benchmark
+from mopa.cli.records import limit_columns, write_benchmark
 from mopa.core.files import check_output_file
 from mopa.errors import InvalidParameterError
 
@@ -87,11 +87,6 @@ def run(args: argparse.Namespace) -> int:
     )
 
     def show(row):
-        shape, limit, fraction = "-", "-", "-"
-        if row["matmul_shape"] is not None:
-            shape = "x".join(map(str, row["matmul_shape"]))
-            limit = f"{row['matmul_gflop_s']:.1f}"
-            fraction = f"{row['matmul_fraction']:.3f}"
         name = row["preset"] or row["algo"] + ":" + row["env"]
         if row["paths"] == "plain":
             name += " (plain)"
@@ -101,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
             f"{row['steps']:9d} "
             f"{row['wall_s']:7.1f} {row['compile_s']:9.1f} {row['steps_per_s']:9.0f} "
             f"{row['devices']:7d} {row['flops_per_step']:10.3g} "
-            f"{row['gflop_s']:8.2f} {shape:>16s} {limit:>10s} {fraction:>8s}",
+            f"{row['gflop_s']:8.2f} {limit_columns(row)}",
             flush=True,
         )
 

@@ -63,3 +63,15 @@ def write_benchmark(
     write_json(args.json, rows)
     write_json(benchmark_meta_path(args.json), meta)
     print(f"wrote {args.json}")
+
+
+def limit_columns(row: dict[str, Any]) -> str:
+    """A benchmark row's matmul shape, matmul GFLOP/s and fraction as printed
+    columns (``-`` where the row has no layer; :func:`mopa.bench.compute.
+    matmul_limit`'s fields)."""
+    shape, limit, fraction = "-", "-", "-"
+    if row["matmul_shape"] is not None:
+        shape = "x".join(map(str, row["matmul_shape"]))
+        limit = f"{row['matmul_gflop_s']:.1f}"
+        fraction = f"{row['matmul_fraction']:.3f}"
+    return f"{shape:>16s} {limit:>10s} {fraction:>8s}"
