@@ -680,6 +680,27 @@ def test_a_fallback_model_plays_when_none_fits(intent_planning):
     np.testing.assert_allclose(outside.scores, reference.scores, rtol=1e-5, atol=1e-6)
 
 
+def test_the_fallback_draws_its_latent_with_the_rollout_key(intent_planning):
+    """Common random numbers: a rollout that imagines the fallback imagines what
+    the fallback model alone would with the same key (a planner sure that none
+    fits then plays the fallback's planner move for move)."""
+    config, clone_params = intent_planning[3], intent_planning[4]
+    fallback = FunctionOpponentModel(
+        lambda p, z, o: jax.nn.one_hot(z, 5)[None],
+        1,
+        5,
+        latent_fn=lambda p, key: jax.random.randint(key, (), 0, 5),
+    )
+    model = PopulationOpponentModel(config, PREY, fallback=fallback)
+    params = PopulationModelParams(clone_params, SURE, jnp.float32(1.0), ())
+    keys = jax.random.split(jax.random.key(17), 200)
+    drawn = jax.vmap(model.sample_latent, in_axes=(None, 0))(params, keys)
+    alone = jax.vmap(fallback.sample_latent, in_axes=(None, 0))((), keys)
+    assert np.asarray(drawn.outside).all()
+    np.testing.assert_array_equal(drawn.fallback, alone)
+    assert len(np.unique(np.asarray(alone))) == 5
+
+
 def test_a_fallback_of_another_shape_is_refused(intent_planning):
     config = intent_planning[3]
     wrong = FunctionOpponentModel(lambda p, z, o: jnp.zeros((1, 4)), 1, 4)

@@ -151,9 +151,12 @@ class PopulationPredator:
                 belief=posterior, none_fits=outside
             )
         obs = jnp.concatenate([obs[:, :-K], jnp.broadcast_to(fed, (A, K))], -1)
+        # The planner's key as IntentPredator's (the first of a split), so that
+        # with the same episode key both players' rollouts draw the same numbers.
+        _, key_act = jax.random.split(key)
         actions, _ = self.planner.act(
             params.replace(opponent_params=opponent),
-            key,
+            key_act,
             state.replace(belief=fed),
             obs,
             jnp.zeros((A, 0), jnp.float32),

@@ -349,17 +349,20 @@ class PopulationOpponentModel:
         self, params: PopulationModelParams, key: jax.Array
     ) -> PopulationLatent | FallbackLatent:
         """``(intent [], member [])`` int32 drawn from ``params.belief``; with a
-        ``fallback``, a :class:`FallbackLatent` (the member drawn with the same
-        key, the outside draw and the fallback's latent with keys folded from
-        it)."""
+        ``fallback``, a :class:`FallbackLatent`: the member and the fallback's
+        latent each drawn with ``key`` itself (only one of them plays), the
+        outside draw with a key folded from it. So a rollout that imagines the
+        fallback imagines what the fallback model alone would with the same key,
+        and one that imagines a member, what the model without a fallback would:
+        common random numbers, which make a comparison with either planner a
+        difference of their models, not of their draws."""
         family = sample_population_latent(key, params.belief)
         if self.fallback is None:
             return family
-        key_outside, key_fallback = jax.random.split(jax.random.fold_in(key, 1))
         return FallbackLatent(
             family=family,
-            outside=jax.random.bernoulli(key_outside, params.none_fits),
-            fallback=self.fallback.sample_latent(params.fallback_params, key_fallback),
+            outside=jax.random.bernoulli(jax.random.fold_in(key, 1), params.none_fits),
+            fallback=self.fallback.sample_latent(params.fallback_params, key),
         )
 
     def logits(
