@@ -135,6 +135,14 @@ def test_a_folder_written_before_recipes_verifies_against_profile_mopa(name, tmp
     (folder / "config.json").write_text(json.dumps({**described, "config": changed}))
     with pytest.raises(InvalidParameterError, match="at seed = 7"):
         recorded_run(folder)
+    # A preset name since dropped is followed to the preset that has its config;
+    # with a config no preset has, the name is refused, naming the presets.
+    gone = {**described, "preset": "light", "config": old}
+    (folder / "config.json").write_text(json.dumps(gone))
+    assert recorded_run(folder).preset == "mopa"
+    (folder / "config.json").write_text(json.dumps({**gone, "config": changed}))
+    with pytest.raises(UnknownNameError, match="unknown preset 'light'.*presets:"):
+        recorded_run(folder)
 
 
 def test_profiles_differ_from_default_only_in_the_recipe_and_its_choices():

@@ -264,8 +264,10 @@ def recorded_run(folder: str | Path) -> RecordedRun:
             ``meta.json`` / ``results.json``, records no experiment, or records a
             config that neither its preset nor another of the experiment's has
             any longer (the differing field is named: rerunning the preset would
-            verify something else). A preset renamed since is followed.
-        UnknownNameError: the experiment or preset is not registered.
+            verify something else). A preset renamed since, or whose name is
+            gone while another preset keeps its config, is followed.
+        UnknownNameError: the experiment is not registered, or the preset is
+            not and no other preset has the recorded config.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -285,15 +287,21 @@ def recorded_run(folder: str | Path) -> RecordedRun:
         raise InvalidParameterError(f"{folder / 'config.json'}: bad seeds {seeds!r}")
     name, preset = described["experiment"], described["preset"]
     recorded = described.get("config")
-    mismatch = _config_mismatch(recorded, get_preset(name, preset))
-    if mismatch is not None:
+    presets = get_experiment(name).presets
+    mismatch = (
+        _config_mismatch(recorded, presets[preset]) if preset in presets else None
+    )
+    if preset not in presets or mismatch is not None:
         # The preset may have been renamed (a new default kept the old config
-        # under another name): rerun whichever preset still has this config.
+        # under another name) or its name dropped since: rerun whichever preset
+        # still has this config.
         renamed = [
             other
-            for other, config in get_experiment(name).presets.items()
+            for other, config in presets.items()
             if other != preset and _config_mismatch(recorded, config) is None
         ]
+        if not renamed and preset not in presets:
+            get_preset(name, preset)  # raises UnknownNameError, naming the presets
         if not renamed:
             path, was, now = mismatch
             raise InvalidParameterError(
