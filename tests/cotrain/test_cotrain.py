@@ -12,7 +12,7 @@ import pytest
 
 from mopa.cli.cotrain import PROFILE_NAMES
 from mopa.cli.main import main
-from mopa.cotrain import BLUES, CotrainConfig, run_cotrain
+from mopa.cotrain import BLUES, CotrainConfig, run_cotrain, write_league
 from mopa.errors import InvalidParameterError
 from mopa.experiments.cotrain import PROFILES
 from mopa.experiments.stages import Stages
@@ -154,6 +154,29 @@ def test_the_league_store_holds_every_checkpoint_and_rates_every_player(quick_ru
         assert players[name]["rating"] == pytest.approx(rating)
         assert players[name]["ci95"] == pytest.approx([low, high])
         assert players[name]["elo"] == pytest.approx(elo[name])
+
+
+def test_the_league_store_can_be_written_again_from_the_same_rows(tmp_path):
+    """write_league leaves its rows as they were, so a second store made from
+    them (a rerun of the last stage) holds the same checkpoints and ratings."""
+    files = [tmp_path / f"{name}.policy" for name in ("a", "b")]
+    for file in files:
+        file.write_bytes(b"weights")
+    checkpoints = [
+        {"path": str(file), "step": 10 * i, "seed": 0, "stage": i, "run_id": "blue_x"}
+        for i, file in enumerate(files)
+    ]
+    before = [dict(row) for row in checkpoints]
+    matches = [("x_s0", "m_s0", 0, [1.0, 0.5, 0.0]), ("x_s0", "m_s1", 1, [1.0, 1.0])]
+    first = write_league(QUICK, tmp_path, checkpoints, matches)
+    assert checkpoints == before
+    second = write_league(QUICK, tmp_path, checkpoints, matches)
+    assert second == first
+    assert set(first["players"]) == {"blue:x_s0", "red:m_s0", "red:m_s1"}
+    with LeagueStore(tmp_path, read_only=True) as store:
+        rows = CheckpointManifest(store).rows()
+        assert len(store.matches()) == 5
+    assert sorted(row.path for row in rows) == sorted(str(f.resolve()) for f in files)
 
 
 def test_a_ray_league_equals_the_in_process_league(ray_backend, tmp_path):

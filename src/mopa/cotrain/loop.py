@@ -1162,8 +1162,9 @@ def write_league(
     ordered = sorted(matches, key=lambda m: m[2])  # stable: lineages in order
     with LeagueStore(scratch) as store:
         manifest = CheckpointManifest(store)
-        for row in checkpoints:
-            manifest.register(row.pop("path"), kind="snapshot", **row)
+        for row in checkpoints:  # the caller's rows are left as they are
+            fields = {k: v for k, v in row.items() if k != "path"}
+            manifest.register(row["path"], kind="snapshot", **fields)
         elo = EloRatings(store)
         for blue, red, generation, scores in ordered:
             elo.update(
