@@ -99,6 +99,48 @@ def test_rewriting_a_tracked_benchmark_keeps_the_record_clean(tmp_path, monkeypa
     assert git_state(tmp_path).dirty  # the rows did change a tracked file
 
 
+def test_a_benchmark_record_keeps_each_row_as_it_is_measured(tmp_path, monkeypatch):
+    """Rows are on disk as soon as each is measured, the metadata saying how many
+    until the end; the git state is the one read when the record was made."""
+    import argparse
+
+    from mopa.cli.records import BenchmarkRecord
+    from tests.checkouts import git
+
+    make_checkout(tmp_path)
+    monkeypatch.setattr(runinfo, "SOURCE", tmp_path)
+    rows = tmp_path / "benchmarks" / "bench_x.json"
+    meta_path = tmp_path / "benchmarks" / "bench_x.meta.json"
+    write_json(rows, [{"old": 1}])
+    git(tmp_path, "add", "benchmarks")
+    git(tmp_path, "-c", "user.email=a@b", "-c", "user.name=n", "commit", "-qm", "x")
+    args = argparse.Namespace(json=rows, bench="x", argv=["bench", "x", "--n", "2"])
+    record = BenchmarkRecord(args, {"n": 2})
+    assert json.loads(rows.read_text()) == [{"old": 1}]  # nothing written yet
+    record.add({"row": 0})
+    assert json.loads(rows.read_text()) == [{"row": 0}]
+    meta = json.loads(meta_path.read_text())
+    assert meta["partial"] == {"rows": 1} and meta["config"]["n"] == 2
+    record.add({"row": 1})
+    assert json.loads(meta_path.read_text())["partial"] == {"rows": 2}
+    record.finish(speedup=1.5)
+    meta = json.loads(meta_path.read_text())
+    assert "partial" not in meta
+    assert meta["config"] == {
+        "command": "bench x",
+        "argv": ["bench", "x", "--n", "2"],
+        "n": 2,
+        "speedup": 1.5,
+    }
+    assert meta["git_dirty"] is False  # read before the rows changed the file
+    assert json.loads(rows.read_text()) == [{"row": 0}, {"row": 1}]
+    # Without --json nothing is written.
+    quiet = BenchmarkRecord(argparse.Namespace(json=None), {})
+    quiet.add({"row": 0})
+    quiet.finish()
+    assert quiet.rows == [{"row": 0}]
+
+
 def test_no_committed_record_names_a_dirty_tree():
     """Every meta.json that git tracks under results/ and benchmarks/ was written
     from a clean commit, so each committed figure can be traced to its code."""
@@ -119,4 +161,6 @@ def test_no_committed_record_names_a_dirty_tree():
         sha = meta.get("git_sha")
         if meta.get("git_dirty") is True or not sha or sha.endswith("-dirty"):
             dirty.append(f"{name}: {sha}")
+        if "partial" in meta:  # a benchmark cut short
+            dirty.append(f"{name}: only {meta['partial']['rows']} rows")
     assert not dirty, "records written from a dirty tree: " + ", ".join(dirty)

@@ -38,6 +38,7 @@ def test_bench_planner_writes_rows_and_metadata(tmp_path, capsys):
     meta = json.loads((tmp_path / "planner.meta.json").read_text())
     assert meta["config"]["command"] == "bench planner"
     assert meta["config"]["num_rollouts"] == 2 and "git_sha" in meta
+    assert "partial" not in meta  # the run finished: every row is there
     out = capsys.readouterr().out
     assert "per_agent" in out and f"wrote {path}" in out
 

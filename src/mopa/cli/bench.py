@@ -7,7 +7,12 @@ import importlib.util
 from pathlib import Path
 
 from mopa.cli import bench_beliefs, bench_ray, bench_train
-from mopa.cli.records import add_record_flags, limit_columns, write_benchmark
+from mopa.cli.records import (
+    BenchmarkRecord,
+    add_record_flags,
+    limit_columns,
+    write_benchmark,
+)
 from mopa.core.checks import check_count, check_counts
 from mopa.core.files import check_output_file
 from mopa.errors import UnknownNameError
@@ -139,6 +144,12 @@ def run_planner(args: argparse.Namespace) -> int:
         "hidden": list(args.hidden),
         "repeats": args.repeats,
     }
+    record = BenchmarkRecord(args, config)
+
+    def measured(row):
+        show(row)
+        record.add(row)
+
     rows = bench_planner(
         modes=tuple(args.modes),
         batch=args.batch,
@@ -146,10 +157,9 @@ def run_planner(args: argparse.Namespace) -> int:
         horizon=args.horizon,
         hidden=tuple(args.hidden),
         repeats=args.repeats,
-        progress=show,
+        progress=measured,
     )
-    if args.json:
-        write_benchmark(args, rows, config)
+    record.finish(rows)
     return 0
 
 

@@ -7,7 +7,7 @@ import argparse
 import math
 from pathlib import Path
 
-from mopa.cli.records import limit_columns, write_benchmark
+from mopa.cli.records import BenchmarkRecord, limit_columns
 from mopa.core.files import check_output_file
 from mopa.errors import InvalidParameterError
 
@@ -103,21 +103,26 @@ def run(args: argparse.Namespace) -> int:
     from mopa.cli.train import _pairs, _value
 
     fields = {name: _value(value) for name, value in _pairs(args.set, "--set")}
+    config = {
+        "runs": [r if isinstance(r, str) else list(r) for r in runs],
+        "seeds": args.seeds,
+        "steps": int(args.steps),
+        "set": fields,
+        "plain_paths": args.plain_paths,
+    }
+    record = BenchmarkRecord(args, config)
+
+    def measured(row):
+        show(row)
+        record.add(row)
+
     rows = bench_train(
         runs,
         seeds=args.seeds,
         steps=int(args.steps),
-        progress=show,
+        progress=measured,
         plain_paths=args.plain_paths,
         **fields,
     )
-    if args.json:
-        config = {
-            "runs": [r if isinstance(r, str) else list(r) for r in runs],
-            "seeds": args.seeds,
-            "steps": int(args.steps),
-            "set": fields,
-            "plain_paths": args.plain_paths,
-        }
-        write_benchmark(args, rows, config)
+    record.finish(rows)
     return 0

@@ -2,8 +2,9 @@
 every command that writes figures declares its output with
 :func:`add_record_flags`, and :func:`check_record_output` refuses, before any work,
 to write one of those folders from a dirty tree unless ``--allow-dirty`` is given.
-A benchmark writes its rows with :func:`write_benchmark`, which records beside
-them the command line that produced them, so ``mopa verify`` can run it again."""
+A benchmark writes its rows with :func:`write_benchmark` (or, row by row,
+:class:`BenchmarkRecord`), which records beside them the command line that
+produced them, so ``mopa verify`` can run it again."""
 
 from __future__ import annotations
 
@@ -58,11 +59,51 @@ def write_benchmark(
     after ``mopa`` (set by :func:`mopa.cli.main.main`). The git state is read before
     anything is written: rewriting a tracked benchmark file must not make the
     record call its own tree dirty."""
-    config = {"command": f"bench {args.bench}", "argv": args.argv, **config}
-    meta = run_metadata(config)
-    write_json(args.json, rows)
-    write_json(benchmark_meta_path(args.json), meta)
-    print(f"wrote {args.json}")
+    BenchmarkRecord(args, config).finish(rows)
+
+
+class BenchmarkRecord:
+    """A benchmark's rows written as each is measured, then once more at the end.
+
+    A run cut short (a time limit on a lent machine, a killed process) keeps the
+    rows it measured; until :meth:`finish`, the metadata beside them says how many
+    there are (``"partial": {"rows": n}``), so a cut-short file is never taken for
+    a whole one. The metadata, git state included, is read once, when the record
+    is made: make it before the first measurement, so it records the source that
+    ran and the rows rewriting a tracked file cannot make it call its tree dirty.
+
+    Args:
+        args: the command's arguments (``json``: where the rows go, ``None`` for
+            nowhere; ``bench``, ``argv``: as :func:`write_benchmark` reads them).
+        config: the benchmark's settings, recorded in the metadata.
+    """
+
+    def __init__(self, args: argparse.Namespace, config: dict[str, Any]):
+        self.path: Path | None = args.json
+        self.rows: list[Any] = []
+        self._meta = None
+        if self.path is not None:
+            config = {"command": f"bench {args.bench}", "argv": args.argv, **config}
+            self._meta = run_metadata(config)
+
+    def add(self, row: Any) -> None:
+        """Append one measured row and write every row so far."""
+        self.rows.append(row)
+        if self._meta is not None:
+            self._write(self.rows, {**self._meta, "partial": {"rows": len(self.rows)}})
+
+    def finish(self, rows: Any = None, **config: Any) -> None:
+        """Write the whole benchmark: ``rows`` (default: the rows added), and the
+        metadata with ``config`` (settings known only at the end) added."""
+        if self._meta is None:
+            return
+        meta = {**self._meta, "config": {**self._meta["config"], **config}}
+        self._write(self.rows if rows is None else rows, meta)
+        print(f"wrote {self.path}")
+
+    def _write(self, rows: Any, meta: dict[str, Any]) -> None:
+        write_json(self.path, rows)
+        write_json(benchmark_meta_path(self.path), meta)
 
 
 def limit_columns(row: dict[str, Any]) -> str:
