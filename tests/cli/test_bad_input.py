@@ -540,6 +540,22 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(
     assert snapshot(sandbox) == before
 
 
+@pytest.mark.parametrize(
+    "args", [["missing_folder"], ["folder", "--scratch", "file.txt"]]
+)
+def test_verify_refuses_bad_paths_before_jax_is_set_up(
+    args, sandbox, capsys, monkeypatch
+):
+    import mopa.core.compile_cache
+
+    def set_up(enabled=True):
+        raise AssertionError("JAX was set up before the paths were checked")
+
+    monkeypatch.setattr(mopa.core.compile_cache, "use_compile_cache", set_up)
+    assert main(["verify", *args]) == 2
+    assert capsys.readouterr().err.startswith("mopa: error: ")
+
+
 def leaf_commands(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()):
     """``{"league ratings": parser, ...}``: every command that runs, nested ones by
     their full name."""

@@ -1,7 +1,9 @@
 """``mopa``: the command-line entry point.
 
 Bad input never shows a traceback: every :class:`~mopa.errors.MopaError` becomes
-one line on stderr and exit code 2, arguments argparse cannot parse included.
+one line on stderr and exit code 2, arguments argparse cannot parse included. A
+command may set ``check`` (a function of the parsed arguments) beside ``run``: it
+runs before JAX is set up, so arguments that can be checked cheaply fail at once.
 """
 
 from __future__ import annotations
@@ -77,11 +79,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from mopa.core.compile_cache import use_compile_cache
     from mopa.core.devices import use_cpu_devices, use_quick_compile
 
-    use_compile_cache(enabled=not args.no_compile_cache)
-    use_cpu_devices()
-    if getattr(args, "profile", None) == "quick":
-        use_quick_compile()  # a quick profile's time is mostly compilation
     try:
+        if hasattr(args, "check"):
+            args.check(args)  # a command's own checks, before JAX starts
+        use_compile_cache(enabled=not args.no_compile_cache)
+        use_cpu_devices()
+        if getattr(args, "profile", None) == "quick":
+            use_quick_compile()  # a quick profile's time is mostly compilation
         check_record_output(args)
         return args.run(args) or 0
     except MopaError as error:

@@ -38,12 +38,20 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="print only the numbers that do not match",
     )
-    parser.set_defaults(run=run)
+    parser.set_defaults(check=check, run=run)
+
+
+def check(args: argparse.Namespace) -> None:
+    """The paths' checks, before JAX starts."""
+    if not args.folder.exists():
+        raise InvalidParameterError(
+            f"{args.folder} does not exist (a result folder or a benchmark's JSON)"
+        )
+    if args.scratch is not None and args.scratch.exists() and not args.scratch.is_dir():
+        raise InvalidParameterError(f"--scratch {args.scratch} is not a folder")
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.scratch is not None and args.scratch.exists() and not args.scratch.is_dir():
-        raise InvalidParameterError(f"--scratch {args.scratch} is not a folder")
     if args.folder.is_file():
         return _verify_benchmark(args)
     return _verify_experiment(args)
