@@ -3,7 +3,9 @@
 Bad input never shows a traceback: every :class:`~mopa.errors.MopaError` becomes
 one line on stderr and exit code 2, arguments argparse cannot parse included. A
 command may set ``check`` (a function of the parsed arguments) beside ``run``: it
-runs before JAX is set up, so arguments that can be checked cheaply fail at once.
+runs before JAX is set up, as does the refusal to write records from a dirty tree
+(:func:`~mopa.cli.records.check_record_output`), so arguments that can be checked
+cheaply fail at once.
 """
 
 from __future__ import annotations
@@ -82,11 +84,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if hasattr(args, "check"):
             args.check(args)  # a command's own checks, before JAX starts
+        check_record_output(args)
         use_compile_cache(enabled=not args.no_compile_cache)
         use_cpu_devices()
         if getattr(args, "profile", None) == "quick":
             use_quick_compile()  # a quick profile's time is mostly compilation
-        check_record_output(args)
         return args.run(args) or 0
     except MopaError as error:
         print(f"mopa: error: {error}", file=sys.stderr)
