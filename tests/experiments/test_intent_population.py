@@ -20,7 +20,6 @@ from mopa.cli.main import main
 from mopa.errors import InvalidParameterError
 from mopa.experiments import run_experiment
 from mopa.experiments.intent_population import (
-    OUT_OF_FAMILY,
     PROFILES,
     ROWS,
     PopulationExperimentConfig,
@@ -49,6 +48,7 @@ SCHEMA_KEYS = {
     "conditions_fitting",
     "conditions_out_of_family",
     "out_of_family_versus_flat",
+    "out_of_family_versus_flat_per_prey",
     "per_prey",
     "adaptation",
     "belief_accuracy_by_step",
@@ -101,13 +101,15 @@ def test_quick_run_writes_the_files_and_the_schema(quick_run, results):
         results["conditions_held_out"], ROWS, per_cell * len(split["held_out"])
     )
     _check_table(results["conditions_fitting"], ROWS, per_cell * len(split["fitting"]))
-    # The out-of-family prey has no policy network: every row but the true model.
-    # It is played for out_of_family_episodes per seed.
+    # The out-of-family prey have no policy network: every row but the true
+    # model. Each is played for out_of_family_episodes per seed.
+    assert split["out_of_family"] == list(QUICK.out_of_family)
+    per_prey_cell = QUICK.out_of_family_episodes * len(QUICK.predator_seeds)
     outside = results["conditions_out_of_family"]
     _check_table(
         outside,
         tuple(r for r in ROWS if r != "true_model_planner"),
-        QUICK.out_of_family_episodes * len(QUICK.predator_seeds),
+        per_prey_cell * len(QUICK.out_of_family),
     )
     versus_flat = results["out_of_family_versus_flat"]
     assert versus_flat["mean"] == pytest.approx(
@@ -115,13 +117,26 @@ def test_quick_run_writes_the_files_and_the_schema(quick_run, results):
     )
     lo, hi = versus_flat["ci95"]
     assert lo <= versus_flat["mean"] <= hi
-    # Every row played the same evader episodes: the difference is paired.
+    # Every row played the same out-of-family episodes: the difference is paired.
     assert versus_flat["paired"] is True
-    assert versus_flat["n"] == QUICK.out_of_family_episodes * len(QUICK.predator_seeds)
+    assert versus_flat["n"] == per_prey_cell * len(QUICK.out_of_family)
+    per_prey = results["out_of_family_versus_flat_per_prey"]
+    assert list(per_prey) == list(QUICK.out_of_family)
+    for name, difference in per_prey.items():
+        assert difference["paired"] is True
+        assert difference["n"] == per_prey_cell
+        assert difference["mean"] == pytest.approx(
+            results["per_prey"][name]["population_planner"]
+            - results["per_prey"][name]["flat_belief_planner"]
+        )
+    # The pooled difference is the episode-weighted mean of the per-prey ones.
+    assert versus_flat["mean"] == pytest.approx(
+        np.mean([d["mean"] for d in per_prey.values()])
+    )
     assert set(results["per_prey"]) == {
         *split["fitting"],
         *split["held_out"],
-        *OUT_OF_FAMILY,
+        *QUICK.out_of_family,
     }
     for key in ("belief_accuracy_by_step", "ece_by_step"):
         assert len(results[key]) == 25
@@ -134,7 +149,7 @@ def test_quick_run_writes_the_files_and_the_schema(quick_run, results):
     assert ll["best_single_clone"] == max(ll["per_clone"].values())
     assert ll["best_clone"] in results["clones"]["members"]
     adaptation = results["adaptation"]
-    assert set(adaptation["per_prey"]) == {*split["held_out"], *OUT_OF_FAMILY}
+    assert set(adaptation["per_prey"]) == {*split["held_out"], *QUICK.out_of_family}
     held = adaptation["held_out"]
     assert len(held["captures_by_episode"]) == QUICK.match_episodes
     assert held["num_matches"] == (
@@ -151,7 +166,11 @@ def test_quick_run_writes_the_files_and_the_schema(quick_run, results):
         )
     assert set(results["timing_s"]) == set(STAGES)
     markdown = (quick_run / "results.md").read_text()
-    assert "| row | held-out prey | fitting set | out of family (evader) |" in markdown
+    assert "| row | held-out prey | fitting set | out of family |" in markdown
+    for name in QUICK.out_of_family:
+        assert f"| {name}: population_planner not below flat_belief_planner" in (
+            markdown
+        )
 
 
 def test_the_split_is_fixed_and_nothing_fitted_sees_a_held_out_prey(
@@ -196,6 +215,17 @@ def test_the_split_is_validated():
         PopulationExperimentConfig(conditions=("unaware", "nope"))
     with pytest.raises(InvalidParameterError, match="out_of_family_episodes"):
         PopulationExperimentConfig(out_of_family_episodes=0)
+    with pytest.raises(InvalidParameterError, match="out_of_family must be keys"):
+        PopulationExperimentConfig(out_of_family=("evader", "statue"))
+    with pytest.raises(InvalidParameterError, match="out_of_family must not repeat"):
+        PopulationExperimentConfig(out_of_family=("evader", "evader"))
+    with pytest.raises(
+        InvalidParameterError, match=r"planning_prior must be in \(0, 1\)"
+    ):
+        PopulationExperimentConfig(planning_prior=1.0)
+    # The recognition rule by default; a given prior as given.
+    assert PopulationExperimentConfig(fallback_prior=0.02).planner_prior == 0.98
+    assert PopulationExperimentConfig(planning_prior=0.3).planner_prior == 0.3
 
 
 def test_the_paired_difference_is_the_mean_of_the_per_episode_differences():
@@ -287,13 +317,45 @@ def test_the_evader_runs_from_the_nearest_predator_and_turns_at_the_wall():
     assert act([0.8, 0.0], [[0.6, 0.0], *far[1:]]) == 1
 
 
-def _random_population_predator(carry_across_episodes=True):
+def test_the_wanderer_keeps_its_move_or_draws_a_new_one():
+    from mopa.experiments.intent import intent_game
+    from mopa.experiments.intent_population_players import WandererPrey
+    from mopa.players import initial_player_carry
+
+    env, params = intent_game()
+    _, state = env.reset(jax.random.key(0), params)
+    obs = env.observe(state, params)[1]
+    wanderer = WandererPrey(env, persistence=0.8)
+    carry = initial_player_carry(wanderer).at[0, 0].set(3.0)  # last move: 3
+    act = jax.jit(
+        jax.vmap(lambda key, reset: wanderer.act({}, key, state, obs, carry, reset))
+    )
+    keys = jax.random.split(jax.random.key(1), 4000)
+    going, carried = act(keys, jnp.zeros((4000, 1), bool))
+    going = np.asarray(going[:, 0])
+    # It carries the move it made.
+    np.testing.assert_array_equal(np.asarray(carried[:, 0, 0]), going)
+    # Kept with probability 0.8, else one of the 5 moves uniformly (3 included):
+    # 3 with probability 0.8 + 0.2 / 5 = 0.84, each other move 0.04.
+    assert np.mean(going == 3) == pytest.approx(0.84, abs=0.02)
+    for move in (0, 1, 2, 4):
+        assert np.mean(going == move) == pytest.approx(0.04, abs=0.012)
+    # At an episode's first step it always draws: uniform over the 5 moves.
+    fresh, _ = act(keys, jnp.ones((4000, 1), bool))
+    counts = np.bincount(np.asarray(fresh[:, 0]), minlength=5) / 4000
+    np.testing.assert_allclose(counts, 0.2, atol=0.025)
+    with pytest.raises(InvalidParameterError, match="persistence"):
+        WandererPrey(env, persistence=1.0)
+
+
+def _random_population_predator(carry_across_episodes=True, horizon=1, **fallback):
     from mopa.envs.pursuit import PREY
     from mopa.experiments.intent import intent_game, lookahead_planner
     from mopa.experiments.intent_population_players import PopulationPredator
     from mopa.opponent.bc import BCConfig, init_bc_params
     from mopa.opponent.population import PopulationConfig
     from mopa.planning import (
+        IntentModelParams,
         LookaheadParams,
         PopulationModelParams,
         PopulationOpponentModel,
@@ -323,11 +385,23 @@ def _random_population_predator(carry_across_episodes=True):
     )
     prey_spec = dataclasses.replace(spec, num_agents=1, obs_size=env.prey_obs_size)
     small = dataclasses.replace(
-        PROFILES["quick"], planner_rollouts=1, planner_horizon=1
+        PROFILES["quick"], planner_rollouts=1, planner_horizon=horizon
     ).intent_config()
+    plain = lookahead_planner(small, env, spec, prey_spec)
+    prey = init_policy(prey_spec, jax.random.key(2))
+    extra = {}
+    if fallback:  # the flat model of a random prey for "none fits"
+        extra = dict(
+            none_fits=jnp.zeros(()),
+            fallback_params=IntentModelParams(
+                policy_params=prey, belief=jnp.full((K,), 1.0 / K)
+            ),
+        )
     planner = dataclasses.replace(
-        lookahead_planner(small, env, spec, prey_spec),
-        opponent_model=PopulationOpponentModel(config, team=PREY),
+        plain,
+        opponent_model=PopulationOpponentModel(
+            config, team=PREY, fallback=plain.opponent_model if fallback else None
+        ),
     )
     player = PopulationPredator(
         env=env,
@@ -335,15 +409,15 @@ def _random_population_predator(carry_across_episodes=True):
         num_members=M,
         planner=planner,
         carry_across_episodes=carry_across_episodes,
+        **fallback,
     )
     player_params = LookaheadParams(
         env_params=params,
         own_params=init_policy(spec, jax.random.key(1)),
         opponent_params=PopulationModelParams(
-            clone_params=clones, belief=jnp.full((K, M), 1.0 / (K * M))
+            clone_params=clones, belief=jnp.full((K, M), 1.0 / (K * M)), **extra
         ),
     )
-    prey = init_policy(prey_spec, jax.random.key(2))
     return env, params, player, player_params, config, clones, prey_spec, prey
 
 
@@ -419,3 +493,40 @@ def test_the_online_belief_equals_the_offline_one_across_a_match(
         np.testing.assert_allclose(
             online.log_posterior[T], online.log_posterior[0], atol=1e-6
         )
+
+
+def test_the_planning_prior_reaches_the_planner():
+    """A planner whose prior says "none fits" with near certainty imagines only the
+    fallback: its moves do not depend on the clones. With the belief's own small
+    prior the clones play, and other clones give other moves."""
+    from mopa.players import initial_player_carry
+
+    def moves(planning_prior, clone_scale):
+        env, params, player, player_params, *_ = _random_population_predator(
+            horizon=4, fallback_prior=0.01, planning_prior=planning_prior
+        )
+        opponent = player_params.opponent_params
+        player_params = player_params.replace(
+            opponent_params=opponent.replace(
+                clone_params=jax.tree.map(
+                    lambda x: x * clone_scale, opponent.clone_params
+                )
+            )
+        )
+        act = jax.jit(player.act)
+        first = jnp.ones((env.num_predators,), bool)
+        carry = initial_player_carry(player)
+        out = []
+        for seed in range(12):
+            obs, state = env.reset(jax.random.key(100 + seed), params)
+            actions, _ = act(
+                player_params, jax.random.key(seed), state, obs[0], carry, first
+            )
+            out.append(np.asarray(actions))
+        return np.stack(out)
+
+    sure = 1 - 1e-6
+    np.testing.assert_array_equal(moves(sure, 1.0), moves(sure, 30.0))
+    assert not np.array_equal(moves(None, 1.0), moves(None, 30.0))
+    with pytest.raises(InvalidParameterError, match="planning_prior must be in"):
+        _random_population_predator(planning_prior=1.5)

@@ -721,3 +721,56 @@ def test_planner_belief_is_the_posterior_and_the_none_fits_probability():
         none_fits * jnp.full((2, 3), 1 / 6) + (1 - none_fits) * belief,
         rtol=1e-6,
     )
+
+
+def test_the_planning_prior_moves_only_the_planners_none_fits_probability():
+    state = P.init_population_belief(2, 3, fallback_prior=0.01)
+    # Two moves that every member gives probability 0.7 (the uniform 0.25): the
+    # family gains log(0.7 / 0.25) nats per move, floored at eps = 0.05.
+    member = jnp.log(jnp.full((1, 2, 3, 4), 0.1)).at[..., 0].set(jnp.log(0.7))
+    for _ in range(2):
+        state = P.update_population_belief(state, member, [0])
+    floored = 0.95 * 0.7 + 0.05 / 4
+    evidence = 2 * (np.log(0.25) - np.log(floored))  # for "none fits", < 0
+    np.testing.assert_allclose(
+        state.log_odds_none_fits - state.log_odds_prior, evidence, rtol=1e-5
+    )
+    # Without a planning prior: the belief's own none-fits probability.
+    _, own = P.planner_belief(state)
+    assert float(own) == pytest.approx(float(P.none_fits_probability(state)))
+    # With one: the same evidence from the planner's prior.
+    posterior, planning = P.planner_belief(state, 0.9)
+    np.testing.assert_allclose(posterior, state.posterior)
+    expected = 1 / (1 + np.exp(-(evidence + np.log(0.9 / 0.1))))
+    assert float(planning) == pytest.approx(expected, rel=1e-5)
+    # The prior the belief started from gives the belief's own probability back.
+    assert float(P.planner_belief(state, 0.01)[1]) == pytest.approx(float(own))
+    # The flag and what a user reads do not move.
+    assert float(P.none_fits_probability(state)) < 0.01
+    with pytest.raises(InvalidParameterError, match=r"planning_prior must be in"):
+        P.planner_belief(state, 1.0)
+
+
+def test_the_recognition_rule_mirrors_the_flag():
+    """With the prior 1 - p the planner turns to the family (w < 0.5) at the
+    likelihood ratio at which the flag, from p, would say "none fits"."""
+    p = 0.01
+    assert P.recognition_prior(p) == pytest.approx(0.99)
+    c = (1 - p) / p  # 99: the ratio either call needs
+
+    def after(log_ratio_for_none_fits):
+        state = P.init_population_belief(1, 1, fallback_prior=p)
+        return state.replace(
+            log_odds_none_fits=state.log_odds_prior + log_ratio_for_none_fits
+        )
+
+    for margin, family in ((-0.05, False), (0.05, True)):
+        # "none fits" over the family by c * e^margin: the flag flips at c.
+        flagged = after(np.log(c) + margin)
+        assert bool(P.none_fits(flagged)) is (margin > 0)
+        # The family over "none fits" by c * e^margin: the planner flips at c.
+        recognised = after(-(np.log(c) + margin))
+        _, w = P.planner_belief(recognised, P.recognition_prior(p))
+        assert bool(w < 0.5) is family
+    with pytest.raises(InvalidParameterError, match="fallback_prior must be in"):
+        P.recognition_prior(0.0)

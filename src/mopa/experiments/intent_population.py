@@ -30,16 +30,20 @@ re-run with the same config, see :mod:`mopa.experiments.stages`):
    held-out data itself: the strongest single-clone comparator).
 5. ``eval``: every row (:data:`ROWS`) against every prey, one tournament per prey
    (``eval_episodes`` episodes per predator seed): pooled over the held-out prey,
-   over the fitting set (the generalisation gap) and against the out-of-family
-   :class:`~mopa.experiments.intent_population_players.EvaderPrey`
-   (``out_of_family_episodes`` per seed; no ``true_model_planner`` there: it has
+   over the fitting set (the generalisation gap) and against each out-of-family
+   prey of ``config.out_of_family`` (:data:`OUT_OF_FAMILY_PREY`: the
+   :class:`~mopa.experiments.intent_population_players.EvaderPrey` and the
+   :class:`~mopa.experiments.intent_population_players.WandererPrey`;
+   ``out_of_family_episodes`` per seed; no ``true_model_planner`` there: it has
    no policy network), with ``population_planner``'s difference from
-   ``flat_belief_planner`` there and its interval (every row plays the same
-   episodes there, so the difference is paired: ``paired_out_of_family``).
+   ``flat_belief_planner`` there and its interval, per prey and pooled (every row
+   plays the same episodes there, so the difference is paired:
+   ``paired_out_of_family``).
 6. ``adaptation``: ``population_planner`` plays matches of ``match_episodes``
    consecutive episodes against one prey (the intent redrawn every episode; the
    member belief carried by :func:`~mopa.opponent.population.reset_intent`),
-   against every held-out prey and the evader: captures by episode index, the
+   against every held-out prey and every out-of-family prey: captures by episode
+   index, the
    paired difference of the second half's mean over the first episode, and the
    belief's none-fits probability and largest member probability through the
    match (recomputed from the recorded moves as the player computes it online).
@@ -99,7 +103,11 @@ from mopa.experiments.intent_players import (
     PreyModel,
     intent_predator_params,
 )
-from mopa.experiments.intent_population_players import EvaderPrey, PopulationPredator
+from mopa.experiments.intent_population_players import (
+    EvaderPrey,
+    PopulationPredator,
+    WandererPrey,
+)
 from mopa.experiments.registry import (
     ABSENT_MEANS,
     profile_name,
@@ -121,6 +129,7 @@ from mopa.opponent.population import (
     observe_opponent,
     population_beliefs,
     population_log_probs,
+    recognition_prior,
     reset_intent,
 )
 from mopa.planning import (
@@ -155,8 +164,8 @@ ROWS = (
 )
 """Evaluation rows, in table order."""
 
-OUT_OF_FAMILY = ("evader",)
-"""Prey outside the trained family (:class:`EvaderPrey`)."""
+OUT_OF_FAMILY_PREY = {"evader": EvaderPrey, "wanderer": WandererPrey}
+"""Scripted prey outside the trained family, by name (each built from the game)."""
 
 _SOURCES = ("bayes", "flat")
 """Belief sources of the Exp 6 predators built here (``params.source`` indexes)."""
@@ -215,13 +224,27 @@ class PopulationExperimentConfig:
     """Likelihood floor of every Bayes update (own-seed, true-model, population)."""
     fallback_prior: float = 0.01
     """Prior probability that the prey is outside the population (none fits)."""
+    planning_prior: float | None = dataclasses.field(
+        default=None, metadata={ABSENT_MEANS: 0.01}
+    )
+    """The prior the population planners' none-fits probability starts from
+    (:func:`~mopa.opponent.population.planner_belief`); ``None``: the recognition
+    rule, ``1 - fallback_prior`` (:func:`~mopa.opponent.population.
+    recognition_prior`: the fallback is imagined until the moves recognise the
+    family as strongly as the flag needs to say "none fits"). Folders written
+    before this field planned on the belief's own prior (0.01 in every one)."""
+    out_of_family: tuple[str, ...] = dataclasses.field(
+        default=("evader", "wanderer"), metadata={ABSENT_MEANS: ("evader",)}
+    )
+    """Scripted prey outside the family played in ``eval`` and ``adaptation``
+    (keys of :data:`OUT_OF_FAMILY_PREY`)."""
     greedy_prey_model: bool = True
     """The evaluated prey take their actor's mode: the own-seed and true-model
     planners model them so (argmax rollouts, argmax likelihood)."""
     eval_episodes: int = 10
     """Episodes per predator seed of every row against every trained prey."""
     out_of_family_episodes: int | None = dataclasses.field(
-        default=100, metadata={ABSENT_MEANS: None}
+        default=50, metadata={ABSENT_MEANS: None}
     )
     """Episodes per predator seed of every row against each out-of-family prey
     (``None``: ``eval_episodes``). More than against a trained prey: it is one prey,
@@ -290,10 +313,18 @@ class PopulationExperimentConfig:
             raise InvalidParameterError(
                 f"bayes_epsilon must be in [0, 1), got {self.bayes_epsilon}"
             )
-        if not 0.0 < self.fallback_prior < 1.0:
+        for name in ("fallback_prior", "planning_prior"):
+            value = getattr(self, name)
+            if value is not None and not 0.0 < value < 1.0:
+                raise InvalidParameterError(f"{name} must be in (0, 1), got {value}")
+        unknown = [p for p in self.out_of_family if p not in OUT_OF_FAMILY_PREY]
+        if unknown or not self.out_of_family:
             raise InvalidParameterError(
-                f"fallback_prior must be in (0, 1), got {self.fallback_prior}"
+                f"out_of_family must be keys of {sorted(OUT_OF_FAMILY_PREY)}, got "
+                f"{list(self.out_of_family)}"
             )
+        if len(set(self.out_of_family)) != len(self.out_of_family):
+            raise InvalidParameterError("out_of_family must not repeat")
         if not 0.0 < self.planner_gamma <= 1.0:
             raise InvalidParameterError(
                 f"planner_gamma must be in (0, 1], got {self.planner_gamma}"
@@ -321,13 +352,20 @@ class PopulationExperimentConfig:
 
     def episodes_against(self, prey: str) -> int:
         """Episodes per predator seed of every row against ``prey``."""
-        if prey in OUT_OF_FAMILY and self.out_of_family_episodes is not None:
+        if prey in self.out_of_family and self.out_of_family_episodes is not None:
             return self.out_of_family_episodes
         return self.eval_episodes
 
     @property
     def fitting_prey(self) -> list[str]:
         return self.prey_names(self.predator_seeds)
+
+    @property
+    def planner_prior(self) -> float:
+        """The population planners' prior (``planning_prior`` resolved)."""
+        if self.planning_prior is None:
+            return recognition_prior(self.fallback_prior)
+        return self.planning_prior
 
     @property
     def held_out_prey(self) -> list[str]:
@@ -650,6 +688,7 @@ def build_rows(config, teams: dict, clones: Any) -> dict:
         num_members=M,
         epsilon=config.bayes_epsilon,
         fallback_prior=config.fallback_prior,
+        planning_prior=config.planner_prior,
     )
     pop_planner = PopulationPredator(
         planner=dataclasses.replace(
@@ -711,7 +750,8 @@ def build_rows(config, teams: dict, clones: Any) -> dict:
 
 
 def _prey_entries(config, teams: dict) -> dict[str, TournamentEntry]:
-    """Every trained prey (params ``[1, ...]``) and the evader, by name."""
+    """Every trained prey (params ``[1, ...]``) and every out-of-family prey, by
+    name."""
     env, _ = intent_game()
     entries = {}
     for condition in config.conditions:
@@ -721,7 +761,8 @@ def _prey_entries(config, teams: dict) -> dict[str, TournamentEntry]:
             entries[name] = TournamentEntry(
                 name, PolicyPlayer(spec), _seed_slice(stacked, (s,))
             )
-    entries["evader"] = TournamentEntry("evader", EvaderPrey(env), {})
+    for name in config.out_of_family:
+        entries[name] = TournamentEntry(name, OUT_OF_FAMILY_PREY[name](env), {})
     return entries
 
 
@@ -734,7 +775,7 @@ def _eval(config, teams: dict, clone_folder: Path, folder: Path, progress) -> di
     key = jax.random.fold_in(jax.random.key(config.seed), 7)
     captures: dict[str, dict[str, list]] = {}
     for name, entry in prey.items():
-        outside = name in OUT_OF_FAMILY
+        outside = name in config.out_of_family
         names = [r for r in ROWS if not outside or r != "true_model_planner"]
         faced = None if outside else entry.params
         side_a = [TournamentEntry(r, rows[r][0], rows[r][1](faced)) for r in names]
@@ -758,7 +799,7 @@ def _eval(config, teams: dict, clone_folder: Path, folder: Path, progress) -> di
     pools = {
         "held_out": config.held_out_prey,
         "fitting": config.fitting_prey,
-        "out_of_family": list(OUT_OF_FAMILY),
+        "out_of_family": list(config.out_of_family),
     }
     pooled = {}
     for pool, names in pools.items():
@@ -770,14 +811,22 @@ def _eval(config, teams: dict, clone_folder: Path, folder: Path, progress) -> di
     per_prey = {
         n: {r: float(np.mean(v)) for r, v in captures[n].items()} for n in captures
     }
-    versus_flat = planner_difference(  # every out-of-family prey's episodes pooled
-        *(
-            np.concatenate([captures[n][r] for n in OUT_OF_FAMILY])
-            for r in ("population_planner", "flat_belief_planner")
-        ),
-        paired=config.paired_out_of_family,
-    )
-    return {"pooled": pooled, "per_prey": per_prey, "versus_flat": versus_flat}
+
+    def versus_flat(names):
+        return planner_difference(
+            *(
+                np.concatenate([captures[n][r] for n in names])
+                for r in ("population_planner", "flat_belief_planner")
+            ),
+            paired=config.paired_out_of_family,
+        )
+
+    return {
+        "pooled": pooled,
+        "per_prey": per_prey,
+        "versus_flat": versus_flat(config.out_of_family),  # their episodes pooled
+        "versus_flat_per_prey": {n: versus_flat([n]) for n in config.out_of_family},
+    }
 
 
 def planner_difference(a: np.ndarray, b: np.ndarray, *, paired: bool) -> dict:
@@ -845,8 +894,8 @@ def match_beliefs(
 
 
 def _adaptation(config, teams: dict, clone_folder: Path, folder: Path, progress):
-    """Matches of ``population_planner`` against every held-out prey and the
-    evader: captures by episode, and the belief through the match."""
+    """Matches of ``population_planner`` against every held-out prey and every
+    out-of-family prey: captures by episode, and the belief through the match."""
     env, params = intent_game()
     pop_config = config.population_config()
     clones = load_clones(clone_folder)
@@ -869,7 +918,7 @@ def _adaptation(config, teams: dict, clone_folder: Path, folder: Path, progress)
         )
     )
     out = {}
-    for p, name in enumerate([*config.held_out_prey, *OUT_OF_FAMILY]):
+    for p, name in enumerate([*config.held_out_prey, *config.out_of_family]):
         progress(f"[adaptation] matches vs {name}")
         by_episode, none_fits, top_member, intent_right = [], [], [], []
         for i in range(len(config.predator_seeds)):
@@ -978,7 +1027,7 @@ def run_intent_population(
     split = {
         "fitting": config.fitting_prey,
         "held_out": config.held_out_prey,
-        "out_of_family": list(OUT_OF_FAMILY),
+        "out_of_family": list(config.out_of_family),
         "predator_seeds": list(config.predator_seeds),
     }
     data_config = {
@@ -1019,6 +1068,7 @@ def run_intent_population(
             name: getattr(config, name)
             for name in (
                 "fallback_model",
+                "planner_prior",
                 "greedy_prey_model",
                 "planner_rollouts",
                 "planner_horizon",
@@ -1054,6 +1104,7 @@ def run_intent_population(
         "conditions_fitting": evaluation["pooled"]["fitting"],
         "conditions_out_of_family": evaluation["pooled"]["out_of_family"],
         "out_of_family_versus_flat": evaluation["versus_flat"],
+        "out_of_family_versus_flat_per_prey": evaluation["versus_flat_per_prey"],
         "per_prey": evaluation["per_prey"],
         "adaptation": adaptation,
         "belief_accuracy_by_step": belief["accuracy_by_step"],

@@ -25,8 +25,9 @@ step:
 The carry row is the flattened :class:`PopulationCarry` (the same row for every
 agent); :meth:`PopulationPredator.unpack` reads it back.
 
-:class:`EvaderPrey` runs from the nearest predator and ignores its intent: an
-opponent no member of the population describes.
+:class:`EvaderPrey` runs from the nearest predator and ignores its intent, and
+:class:`WandererPrey` walks at random: opponents no member of the population
+describes.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-from mopa.envs.pursuit import ACTION_DIRECTIONS, PREY, PursuitEnv
+from mopa.envs.pursuit import ACTION_DIRECTIONS, NUM_ACTIONS, PREY, PursuitEnv
 from mopa.errors import InvalidParameterError
 from mopa.experiments.intent_players import infer_prey_action
 from mopa.opponent.population import (
@@ -86,6 +87,11 @@ class PopulationPredator:
     """Likelihood floor of the belief update."""
     fallback_prior: float = DEFAULT_FALLBACK_PRIOR
     """Prior probability that the prey is outside the family."""
+    planning_prior: float | None = None
+    """The prior the planner's none-fits probability starts from, with a
+    ``fallback`` model (:func:`~mopa.opponent.population.planner_belief`; e.g.
+    :func:`~mopa.opponent.population.recognition_prior`); ``None``: the belief's
+    own, ``fallback_prior``."""
     carry_across_episodes: bool = True
     """Keep the member belief from one episode of a match to the next."""
 
@@ -103,6 +109,10 @@ class PopulationPredator:
             raise InvalidParameterError(
                 f"num_members must be >= 1, got {self.num_members}"
             )
+        for name in ("fallback_prior", "planning_prior"):
+            value = getattr(self, name)
+            if value is not None and not 0.0 < value < 1.0:
+                raise InvalidParameterError(f"{name} must be in (0, 1), got {value}")
 
     # -- Player ------------------------------------------------------------------
     @property
@@ -146,7 +156,7 @@ class PopulationPredator:
         if self.planner.opponent_model.fallback is None:
             opponent = params.opponent_params.replace(belief=joint_belief(belief))
         else:
-            posterior, outside = planner_belief(belief)
+            posterior, outside = planner_belief(belief, self.planning_prior)
             opponent = params.opponent_params.replace(
                 belief=posterior, none_fits=outside
             )
@@ -249,3 +259,43 @@ class EvaderPrey:
         inward = -jnp.sign(state.pos[P]) * (jnp.abs(state.pos[P]) > self.wall)
         scores = jnp.asarray(ACTION_DIRECTIONS) @ (away + 2.0 * inward)  # [5]
         return jnp.argmax(scores)[None].astype(jnp.int32), carry
+
+
+@dataclasses.dataclass(frozen=True)
+class WandererPrey:
+    """A scripted prey outside the trained family: a random walk with momentum.
+    Each step it keeps its previous move with probability ``persistence`` and
+    otherwise draws one of the moves uniformly (always at an episode's first
+    step); it looks at neither the predators nor its intent. No params (``{}`` in
+    a tournament)."""
+
+    env: PursuitEnv
+    """The pursuit game (one prey)."""
+    persistence: float = 0.8
+    """Probability of repeating the previous move."""
+
+    def __post_init__(self):
+        if self.env.num_prey != 1:
+            raise InvalidParameterError(
+                f"env: the wanderer plays one prey, the game has {self.env.num_prey}"
+            )
+        if not 0.0 <= self.persistence < 1.0:
+            raise InvalidParameterError(
+                f"persistence must be in [0, 1), got {self.persistence}"
+            )
+
+    @property
+    def num_agents(self) -> int:
+        return 1
+
+    @property
+    def carry_size(self) -> int:
+        return 1
+
+    def act(self, params, key, state, obs, carry, reset):
+        del params, state, obs
+        key_keep, key_move = jax.random.split(key)
+        drawn = jax.random.randint(key_move, (), 0, NUM_ACTIONS)
+        keep = jax.random.bernoulli(key_keep, self.persistence) & ~reset[0]
+        action = jnp.where(keep, carry[0, 0].astype(jnp.int32), drawn)
+        return action[None], action.astype(jnp.float32)[None, None]

@@ -86,6 +86,25 @@ expectation, for an opponent of the family, the information the moves gave about
 what the belief infers (at most ``log(K M)`` for one episode, plus ``log K`` for
 each further episode of a match), and grows with every step for one outside it.
 
+**The planner's prior.** The flag answers "is this opponent outside the
+family?" and should rarely say so of a member: hence a small ``fallback_prior``.
+A planner asks something else: which model to imagine the opponent with while
+the question is open. Imagining a member the opponent is not is the costly
+error (the rollouts predict moves it will not make), and the fallback is the
+conservative model, so a planner may act on the same evidence under a prior of
+its own, ``planning_prior``::
+
+    logit(w_plan(t)) = log_odds_F(t) - logit(fallback_prior) + logit(planning_prior)
+
+(:func:`planner_belief`). :func:`recognition_prior` gives the symmetric rule,
+``planning_prior = 1 - fallback_prior``: the planner imagines the family
+(``w_plan < 0.5``) only once the family's likelihood ratio over ``F`` reaches
+the ``c`` that the flag needs for the opposite call (99 by default), so by the
+same Ville bound an opponent playing ``F`` is taken for a member by the planner
+with probability at most ``1 / c``; until the opponent is recognised, the
+planner plays against the conservative fallback (as GSCU plays its conservative
+policy). The belief, its flag and what a user reads are unchanged.
+
 **Across episodes** (a match: one opponent, intents redrawn each episode):
 :func:`reset_intent` keeps the style marginal ``sum_g b(g, m)`` and the none-fits
 odds and resets the intent marginal to its prior, ``b(g, m) = prior(g) sum_g'
@@ -387,6 +406,7 @@ class PopulationBeliefState:
 
     log_posterior: jax.Array  # [K, M] log b(g, m) given the family, normalised
     log_odds_none_fits: jax.Array  # [] log P(F | moves) - log P(family | moves)
+    log_odds_prior: jax.Array  # [] logit(fallback_prior): the odds before any move
     log_intent_prior: jax.Array  # [K] normalised
     log_member_prior: jax.Array  # [M] normalised
     surprise: jax.Array  # [] the last step's log U(a) - log q(a)
@@ -435,17 +455,13 @@ def init_population_belief(
     check_count("num_members", num_members)
     log_intent = _log_prior("intent_prior", intent_prior, num_intents)
     log_member = _log_prior("member_prior", member_prior, num_members)
-    if _is_concrete(fallback_prior):
-        value = float(np.asarray(fallback_prior))
-        if not 0.0 < value < 1.0:
-            raise InvalidParameterError(
-                f"fallback_prior must be in (0, 1), got {fallback_prior}"
-            )
+    _check_probability("fallback_prior", fallback_prior)
     fallback = jnp.asarray(fallback_prior, jnp.float32)
     zero = jnp.zeros((), jnp.float32)
     return PopulationBeliefState(
         log_posterior=log_intent[:, None] + log_member[None, :],
         log_odds_none_fits=jnp.log(fallback) - jnp.log1p(-fallback),
+        log_odds_prior=jnp.log(fallback) - jnp.log1p(-fallback),
         log_intent_prior=log_intent,
         log_member_prior=log_member,
         surprise=zero,
@@ -618,12 +634,39 @@ def joint_belief(state: PopulationBeliefState) -> jax.Array:
     return w * prior + (1.0 - w) * state.posterior
 
 
-def planner_belief(state: PopulationBeliefState) -> tuple[jax.Array, jax.Array]:
+def planner_belief(
+    state: PopulationBeliefState, planning_prior: float | jax.Array | None = None
+) -> tuple[jax.Array, jax.Array]:
     """``(posterior [K, M], none_fits [])``: what a planner with a fallback model
     for "none fits" samples from (:class:`~mopa.planning.PopulationOpponentModel`'s
     ``fallback``): a member from the posterior given the family, or the fallback
-    with the none-fits probability."""
-    return state.posterior, none_fits_probability(state)
+    with the none-fits probability.
+
+    Args:
+        state: the belief.
+        planning_prior: the prior in ``(0, 1)`` that the planner's none-fits
+            probability starts from, in place of the belief's own
+            ``fallback_prior``; the evidence is the same (module docstring, "The
+            planner's prior"). ``None``: the belief's own probability,
+            :func:`none_fits_probability`.
+    """
+    if planning_prior is None:
+        return state.posterior, none_fits_probability(state)
+    _check_probability("planning_prior", planning_prior)
+    prior = jnp.asarray(planning_prior, jnp.float32)
+    evidence = state.log_odds_none_fits - state.log_odds_prior
+    outside = jax.nn.sigmoid(evidence + jnp.log(prior) - jnp.log1p(-prior))
+    return state.posterior, outside
+
+
+def recognition_prior(fallback_prior: float) -> float:
+    """The planner's prior of the recognition rule: ``1 - fallback_prior``.
+
+    The planner imagines the family only once the evidence for it over "none
+    fits" is as strong as the evidence :func:`none_fits` needs for the opposite
+    call (module docstring, "The planner's prior")."""
+    _check_probability("fallback_prior", fallback_prior)
+    return 1.0 - float(fallback_prior)
 
 
 def intent_belief(state: PopulationBeliefState) -> jax.Array:
@@ -688,6 +731,14 @@ def _check_epsilon(epsilon: Any) -> None:
         value = float(np.asarray(epsilon))
         if not 0.0 <= value < 1.0:
             raise InvalidParameterError(f"epsilon must be in [0, 1), got {epsilon}")
+
+
+def _check_probability(name: str, value: Any) -> None:
+    """Refuse a known ``value`` outside ``(0, 1)``."""
+    if _is_concrete(value):
+        number = float(np.asarray(value))
+        if not 0.0 < number < 1.0:
+            raise InvalidParameterError(f"{name} must be in (0, 1), got {value}")
 
 
 def _is_concrete(value: Any) -> bool:

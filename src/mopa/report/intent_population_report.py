@@ -9,7 +9,7 @@ code.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ REPORT = "report.html"
 POOLS = (
     ("conditions_held_out", "held-out prey"),
     ("conditions_fitting", "fitting set"),
-    ("conditions_out_of_family", "out of family (evader)"),
+    ("conditions_out_of_family", "out of family"),
 )
 """``results.json`` tables of captures, and their labels."""
 
@@ -85,7 +85,10 @@ def other_checks(results: Mapping[str, Any]) -> list[tuple[str, bool | None]]:
     accuracy = results["belief_accuracy_by_step"]
     ll = results["log_likelihood_per_move"]
     adaptation = results["adaptation"]["held_out"]["late_minus_first"]
-    versus_flat = results.get("out_of_family_versus_flat")
+    per_prey = results.get("out_of_family_versus_flat_per_prey") or {
+        name: results.get("out_of_family_versus_flat")
+        for name in results["split"]["out_of_family"]
+    }
     return [
         _check(
             f"intent belief accuracy >= 0.95 by step {len(accuracy)} (held-out)",
@@ -103,12 +106,15 @@ def other_checks(results: Mapping[str, Any]) -> list[tuple[str, bool | None]]:
             [1],
             lambda: adaptation["ci95"][0] > 0,
         ),
-        _check(
-            "evader: population_planner not below flat_belief_planner (the "
-            + ("paired " if versus_flat and versus_flat.get("paired") else "")
-            + "difference's 95% interval reaches 0)",
-            [versus_flat],
-            lambda: versus_flat["ci95"][1] >= 0,
+        *(
+            _check(
+                f"{name}: population_planner not below flat_belief_planner (the "
+                + ("paired " if versus_flat and versus_flat.get("paired") else "")
+                + "difference's 95% interval reaches 0)",
+                [versus_flat],
+                lambda versus_flat=versus_flat: versus_flat["ci95"][1] >= 0,
+            )
+            for name, versus_flat in per_prey.items()
         ),
     ]
 
@@ -221,10 +227,17 @@ def out_of_family_text(results: Mapping) -> str:
             f"{interval_cell(table['population_planner'])}, flat_belief_planner "
             f"{interval_cell(table['flat_belief_planner'])}"
             + (
-                f"; difference {interval_cell(results['out_of_family_versus_flat'])}."
+                f"; difference {interval_cell(results['out_of_family_versus_flat'])}"
                 if "out_of_family_versus_flat" in results
-                else "."
+                else ""
             )
+            + "".join(
+                f"; against {name} {interval_cell(difference)}"
+                for name, difference in results.get(
+                    "out_of_family_versus_flat_per_prey", {}
+                ).items()
+            )
+            + "."
         )
     return " ".join(parts)
 
@@ -260,7 +273,7 @@ def _adaptation_lines(adaptation: Mapping) -> list[str]:
 # -- plots ---------------------------------------------------------------------------
 def plot_conditions(results: Mapping, path: str | Path) -> Path:
     """Captures per episode of every row with 95% intervals, against the held-out
-    prey, the fitting set and the evader."""
+    prey, the fitting set and the out-of-family prey."""
     colours = ("tab:blue", "tab:orange", "tab:green")
     return plot_interval_bars(
         list(results["conditions_held_out"]),
@@ -274,13 +287,15 @@ def plot_conditions(results: Mapping, path: str | Path) -> Path:
     )
 
 
-def plot_adaptation(adaptation: Mapping, path: str | Path) -> Path:
+def plot_adaptation(
+    adaptation: Mapping, path: str | Path, outside: Sequence[str] = ("evader",)
+) -> Path:
     """Captures by episode index of a match (95% intervals), held-out prey pooled
-    and the evader."""
+    and each out-of-family prey of ``outside``."""
     figure = Figure(figsize=(7.0, 4.0), dpi=100, facecolor="white")
     ax = figure.subplots()
     series = {"held-out prey": adaptation["held_out"]}
-    series.update({n: s for n, s in adaptation["per_prey"].items() if n == "evader"})
+    series.update({n: s for n, s in adaptation["per_prey"].items() if n in outside})
     for name, summary in series.items():
         by_episode = summary["captures_by_episode"]
         episodes = np.arange(1, len(by_episode) + 1)
@@ -298,13 +313,16 @@ def plot_adaptation(adaptation: Mapping, path: str | Path) -> Path:
     return save_png(figure, path)
 
 
-def plot_none_fits(adaptation: Mapping, path: str | Path) -> Path:
+def plot_none_fits(
+    adaptation: Mapping, path: str | Path, outside: Sequence[str] = ("evader",)
+) -> Path:
     """The none-fits probability and the largest member probability through the
-    first episode of a match, held-out prey against the evader."""
+    first episode of a match, held-out prey against each out-of-family prey of
+    ``outside``."""
     figure = Figure(figsize=(9.0, 3.8), dpi=100, facecolor="white")
     left, right = figure.subplots(1, 2)
     series = {"held-out prey": adaptation["held_out"]}
-    series.update({n: s for n, s in adaptation["per_prey"].items() if n == "evader"})
+    series.update({n: s for n, s in adaptation["per_prey"].items() if n in outside})
     for name, summary in series.items():
         steps = np.arange(1, len(summary["none_fits_by_step_first_episode"]) + 1)
         left.plot(steps, summary["none_fits_by_step_first_episode"], label=name)
@@ -380,6 +398,7 @@ minus episode 1, {late["mean"]:+.2f} [{late["ci95"][0]:+.2f},
 def write_report(results: Mapping, out: Path) -> list[Path]:
     """Write the plots and ``report.html`` into ``out``; returns the paths."""
     out = Path(out)
+    outside = results["split"]["out_of_family"]
     images = [
         (
             "Captures per episode by prey set",
@@ -387,7 +406,7 @@ def write_report(results: Mapping, out: Path) -> list[Path]:
         ),
         (
             "population_planner across a match",
-            plot_adaptation(results["adaptation"], out / ADAPTATION_PNG),
+            plot_adaptation(results["adaptation"], out / ADAPTATION_PNG, outside),
         ),
         (
             "Intent belief on held-out prey: accuracy and ECE by step",
@@ -400,7 +419,7 @@ def write_report(results: Mapping, out: Path) -> list[Path]:
         ),
         (
             "None fits and the largest member probability",
-            plot_none_fits(results["adaptation"], out / NONE_FITS_PNG),
+            plot_none_fits(results["adaptation"], out / NONE_FITS_PNG, outside),
         ),
     ]
     page = report_html(results, images)
