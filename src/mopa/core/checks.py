@@ -271,6 +271,13 @@ def check_range(config: Any, name: str, low: float, high: float) -> None:
         raise InvalidParameterError(f"{name} must be in [{low}, {high}], got {value}")
 
 
+def check_probability(name: str, value: float) -> None:
+    """Raise unless ``0 < value < 1`` (a probability strictly inside the interval,
+    e.g. a prior whose log-odds must be finite)."""
+    if not 0.0 < float(value) < 1.0:
+        raise InvalidParameterError(f"{name} must be in (0, 1), got {value}")
+
+
 def check_seed(name: str, value: int) -> None:
     """Raise unless ``0 <= value <= MAX_SEED``."""
     if value < 0:

@@ -43,8 +43,8 @@ re-run with the same config, see :mod:`mopa.experiments.stages`):
    consecutive episodes against one prey (the intent redrawn every episode; the
    member belief carried by :func:`~mopa.opponent.population.reset_intent`),
    against every held-out prey and every out-of-family prey: captures by episode
-   index, the
-   paired difference of the second half's mean over the first episode, and the
+   index, the paired difference of the second half's mean over the first episode,
+   and the
    belief's none-fits probability and largest member probability through the
    match (recomputed from the recorded moves as the player computes it online).
 
@@ -80,7 +80,7 @@ import numpy as np
 
 from mopa.algos.presets import check_recipe
 from mopa.core.checkpoint import read_msgpack, write_msgpack
-from mopa.core.checks import check_fields
+from mopa.core.checks import check_fields, check_probability
 from mopa.core.files import write_json
 from mopa.core.runinfo import run_metadata
 from mopa.envs import make
@@ -313,10 +313,9 @@ class PopulationExperimentConfig:
             raise InvalidParameterError(
                 f"bayes_epsilon must be in [0, 1), got {self.bayes_epsilon}"
             )
-        for name in ("fallback_prior", "planning_prior"):
-            value = getattr(self, name)
-            if value is not None and not 0.0 < value < 1.0:
-                raise InvalidParameterError(f"{name} must be in (0, 1), got {value}")
+        check_probability("fallback_prior", self.fallback_prior)
+        if self.planning_prior is not None:
+            check_probability("planning_prior", self.planning_prior)
         unknown = [p for p in self.out_of_family if p not in OUT_OF_FAMILY_PREY]
         if unknown or not self.out_of_family:
             raise InvalidParameterError(

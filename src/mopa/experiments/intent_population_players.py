@@ -39,6 +39,7 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
+from mopa.core.checks import check_probability
 from mopa.envs.pursuit import ACTION_DIRECTIONS, NUM_ACTIONS, PREY, PursuitEnv
 from mopa.errors import InvalidParameterError
 from mopa.experiments.intent_players import infer_prey_action
@@ -109,10 +110,9 @@ class PopulationPredator:
             raise InvalidParameterError(
                 f"num_members must be >= 1, got {self.num_members}"
             )
-        for name in ("fallback_prior", "planning_prior"):
-            value = getattr(self, name)
-            if value is not None and not 0.0 < value < 1.0:
-                raise InvalidParameterError(f"{name} must be in (0, 1), got {value}")
+        check_probability("fallback_prior", self.fallback_prior)
+        if self.planning_prior is not None:
+            check_probability("planning_prior", self.planning_prior)
 
     # -- Player ------------------------------------------------------------------
     @property
@@ -236,10 +236,7 @@ class EvaderPrey:
     """Distance from the centre on an axis past which the prey turns back."""
 
     def __post_init__(self):
-        if self.env.num_prey != 1:
-            raise InvalidParameterError(
-                f"env: the evader plays one prey, the game has {self.env.num_prey}"
-            )
+        _check_one_prey(self.env, "evader")
 
     @property
     def num_agents(self) -> int:
@@ -275,10 +272,7 @@ class WandererPrey:
     """Probability of repeating the previous move."""
 
     def __post_init__(self):
-        if self.env.num_prey != 1:
-            raise InvalidParameterError(
-                f"env: the wanderer plays one prey, the game has {self.env.num_prey}"
-            )
+        _check_one_prey(self.env, "wanderer")
         if not 0.0 <= self.persistence < 1.0:
             raise InvalidParameterError(
                 f"persistence must be in [0, 1), got {self.persistence}"
@@ -299,3 +293,11 @@ class WandererPrey:
         keep = jax.random.bernoulli(key_keep, self.persistence) & ~reset[0]
         action = jnp.where(keep, carry[0, 0].astype(jnp.int32), drawn)
         return action[None], action.astype(jnp.float32)[None, None]
+
+
+def _check_one_prey(env: PursuitEnv, who: str) -> None:
+    """Refuse a game of more than one prey for a scripted prey ``who``."""
+    if env.num_prey != 1:
+        raise InvalidParameterError(
+            f"env: the {who} plays one prey, the game has {env.num_prey}"
+        )

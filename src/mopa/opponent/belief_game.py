@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from mopa.core.checks import check_probability
 from mopa.envs.base import Env, StepOutput, TeamArrays
 from mopa.envs.spaces import Box, Discrete
 from mopa.envs.wrappers import Wrapper
@@ -111,10 +112,7 @@ class BeliefObservation(Wrapper):
                 f"population: its clones take {population.num_actions} actions; "
                 f"{opponent!r} plays {space}"
             )
-        if not 0.0 < float(fallback_prior) < 1.0:
-            raise InvalidParameterError(
-                f"fallback_prior must be in (0, 1), got {fallback_prior}"
-            )
+        check_probability("fallback_prior", fallback_prior)
         if not 0.0 <= float(epsilon) < 1.0:
             raise InvalidParameterError(f"epsilon must be in [0, 1), got {epsilon}")
         self.population = population

@@ -139,7 +139,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from mopa.core.checks import check_count, check_fields
+from mopa.core.checks import check_count, check_fields, check_probability
 from mopa.errors import InvalidParameterError
 from mopa.opponent.bc import BCConfig, BCMetrics, bc_logits, make_train
 from mopa.opponent.beliefs import floored_log_likelihood
@@ -457,11 +457,12 @@ def init_population_belief(
     log_member = _log_prior("member_prior", member_prior, num_members)
     _check_probability("fallback_prior", fallback_prior)
     fallback = jnp.asarray(fallback_prior, jnp.float32)
+    log_odds = jnp.log(fallback) - jnp.log1p(-fallback)
     zero = jnp.zeros((), jnp.float32)
     return PopulationBeliefState(
         log_posterior=log_intent[:, None] + log_member[None, :],
-        log_odds_none_fits=jnp.log(fallback) - jnp.log1p(-fallback),
-        log_odds_prior=jnp.log(fallback) - jnp.log1p(-fallback),
+        log_odds_none_fits=log_odds,
+        log_odds_prior=log_odds,
         log_intent_prior=log_intent,
         log_member_prior=log_member,
         surprise=zero,
@@ -734,11 +735,9 @@ def _check_epsilon(epsilon: Any) -> None:
 
 
 def _check_probability(name: str, value: Any) -> None:
-    """Refuse a known ``value`` outside ``(0, 1)``."""
+    """Refuse a known ``value`` outside ``(0, 1)`` (a traced one is not known)."""
     if _is_concrete(value):
-        number = float(np.asarray(value))
-        if not 0.0 < number < 1.0:
-            raise InvalidParameterError(f"{name} must be in (0, 1), got {value}")
+        check_probability(name, value)
 
 
 def _is_concrete(value: Any) -> bool:

@@ -287,16 +287,21 @@ def plot_conditions(results: Mapping, path: str | Path) -> Path:
     )
 
 
+def _match_series(adaptation: Mapping, outside: Sequence[str]) -> dict:
+    """``{label: summary}``: the held-out prey pooled, then each of ``outside``."""
+    series = {"held-out prey": adaptation["held_out"]}
+    series.update({n: s for n, s in adaptation["per_prey"].items() if n in outside})
+    return series
+
+
 def plot_adaptation(
-    adaptation: Mapping, path: str | Path, outside: Sequence[str] = ("evader",)
+    adaptation: Mapping, path: str | Path, outside: Sequence[str]
 ) -> Path:
     """Captures by episode index of a match (95% intervals), held-out prey pooled
     and each out-of-family prey of ``outside``."""
     figure = Figure(figsize=(7.0, 4.0), dpi=100, facecolor="white")
     ax = figure.subplots()
-    series = {"held-out prey": adaptation["held_out"]}
-    series.update({n: s for n, s in adaptation["per_prey"].items() if n in outside})
-    for name, summary in series.items():
+    for name, summary in _match_series(adaptation, outside).items():
         by_episode = summary["captures_by_episode"]
         episodes = np.arange(1, len(by_episode) + 1)
         means = np.array([c["mean"] for c in by_episode])
@@ -314,16 +319,14 @@ def plot_adaptation(
 
 
 def plot_none_fits(
-    adaptation: Mapping, path: str | Path, outside: Sequence[str] = ("evader",)
+    adaptation: Mapping, path: str | Path, outside: Sequence[str]
 ) -> Path:
     """The none-fits probability and the largest member probability through the
     first episode of a match, held-out prey against each out-of-family prey of
     ``outside``."""
     figure = Figure(figsize=(9.0, 3.8), dpi=100, facecolor="white")
     left, right = figure.subplots(1, 2)
-    series = {"held-out prey": adaptation["held_out"]}
-    series.update({n: s for n, s in adaptation["per_prey"].items() if n in outside})
-    for name, summary in series.items():
+    for name, summary in _match_series(adaptation, outside).items():
         steps = np.arange(1, len(summary["none_fits_by_step_first_episode"]) + 1)
         left.plot(steps, summary["none_fits_by_step_first_episode"], label=name)
         right.plot(steps, summary["top_member_by_step_first_episode"], label=name)
