@@ -179,12 +179,20 @@ def test_the_league_store_can_be_written_again_from_the_same_rows(tmp_path):
     assert sorted(row.path for row in rows) == sorted(str(f.resolve()) for f in files)
 
 
-def test_a_ray_league_equals_the_in_process_league(ray_backend, tmp_path):
+def test_a_ray_league_equals_the_in_process_league(quick_run, ray_backend, tmp_path):
     """The family runs and a lineage as Ray jobs on two workers: every figure
     equals the same league's in-process run (one generation of the quick
-    profile's blind blue, for the suite's time)."""
+    profile's blind blue, for the suite's time). The in-process league is the
+    quick run's own: each of its stages is one the quick run computed in this
+    process with the same config, so all are reused, and none is recomputed."""
     config = dataclasses.replace(QUICK, blues=("blind",), generations=1)
-    here = run_cotrain(config, lambda line: None, Stages(tmp_path / "here"))
+    shutil.copytree(quick_run / "stages", tmp_path / "here")
+    lines = []
+    here = run_cotrain(config, lines.append, Stages(tmp_path / "here", lines.append))
+    assert any(
+        line.endswith("reused (finished earlier with this config)") for line in lines
+    )
+    assert not any(line.endswith("running") for line in lines)
     stages = Stages(tmp_path / "ray")
     on_ray = run_cotrain(config, lambda line: None, stages, ray_backend)
     for key in ("family", "lineages", "final", "ratings"):
