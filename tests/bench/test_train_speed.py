@@ -8,19 +8,21 @@ import pytest
 from mopa.cli.main import main
 
 NUM_ENVS, NUM_STEPS, NUM_MINIBATCHES = 4, 2, 2
+TINY_MAPPO = (
+    f"num_envs={NUM_ENVS}",
+    f"num_steps={NUM_STEPS}",
+    f"num_minibatches={NUM_MINIBATCHES}",
+    "update_epochs=1",
+    "hidden=[8]",
+    "num_chunks=1",
+)
+"""A MAPPO row of 8-wide layers, one update per 8 environment steps."""
 
 
 def test_rows_carry_flops_gflop_s_and_the_matmul_reference(tmp_path, capsys):
     path = tmp_path / "train.json"
     argv = ["bench", "train", "--runs", "mappo:tag", "--seeds=1", "--steps=16"]
-    for field in (
-        f"num_envs={NUM_ENVS}",
-        f"num_steps={NUM_STEPS}",
-        f"num_minibatches={NUM_MINIBATCHES}",
-        "update_epochs=1",
-        "hidden=[8]",
-        "num_chunks=1",
-    ):
+    for field in TINY_MAPPO:
         argv += ["--set", field]
     assert main([*argv, "--json", str(path)]) == 0
     (row,) = json.loads(path.read_text())
@@ -74,9 +76,9 @@ def test_plain_paths_add_a_plain_row_per_mappo_row(tmp_path, capsys):
     (the side-by-side measurement of the hand-written backward pass and shuffle):
     the same work, counted the same way."""
     path = tmp_path / "train.json"
-    argv = ["bench", "train", "--runs", "mappo:tag", "--seeds=1", "--steps=64"]
+    argv = ["bench", "train", "--runs", "mappo:tag", "--seeds=1", "--steps=16"]
     argv += ["--plain-paths", "--json", str(path)]
-    for field in ("num_envs=4", "num_steps=16", "hidden=[8]", "num_chunks=1"):
+    for field in TINY_MAPPO:  # the fast row: the first test's program, loaded
         argv += ["--set", field]
     assert main(argv) == 0
     fast, plain = json.loads(path.read_text())
