@@ -278,6 +278,13 @@ def check_probability(name: str, value: float) -> None:
         raise InvalidParameterError(f"{name} must be in (0, 1), got {value}")
 
 
+def check_fraction(name: str, value: float) -> None:
+    """Raise unless ``0 <= value < 1`` (a share that may be zero but not whole,
+    e.g. a likelihood floor, a smoothing weight or a held-out fraction)."""
+    if not 0.0 <= float(value) < 1.0:
+        raise InvalidParameterError(f"{name} must be in [0, 1), got {value}")
+
+
 def check_seed(name: str, value: int) -> None:
     """Raise unless ``0 <= value <= MAX_SEED``."""
     if value < 0:

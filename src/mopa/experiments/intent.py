@@ -82,7 +82,7 @@ import numpy as np
 from mopa.algos.driver import Progress, run_training
 from mopa.algos.presets import check_recipe, recipe_preset
 from mopa.core.checkpoint import read_msgpack, read_policy_file, write_msgpack
-from mopa.core.checks import check_fields
+from mopa.core.checks import check_fields, check_fraction
 from mopa.core.files import write_json
 from mopa.core.runinfo import run_metadata
 from mopa.envs import make
@@ -355,10 +355,7 @@ class IntentConfig:
             raise InvalidParameterError(
                 f"encoder_recent must be >= 0, got {self.encoder_recent}"
             )
-        if not 0.0 <= self.bayes_epsilon < 1.0:
-            raise InvalidParameterError(
-                f"bayes_epsilon must be in [0, 1), got {self.bayes_epsilon}"
-            )
+        check_fraction("bayes_epsilon", self.bayes_epsilon)
         if self.data_episodes_per_seed < 8:
             raise InvalidParameterError(
                 "data_episodes_per_seed must be >= 8 (train, validation and test "

@@ -44,9 +44,8 @@ re-run with the same config, see :mod:`mopa.experiments.stages`):
    member belief carried by :func:`~mopa.opponent.population.reset_intent`),
    against every held-out prey and every out-of-family prey: captures by episode
    index, the paired difference of the second half's mean over the first episode,
-   and the
-   belief's none-fits probability and largest member probability through the
-   match (recomputed from the recorded moves as the player computes it online).
+   and the belief's none-fits probability and largest member probability through
+   the match (recomputed from the recorded moves as the player computes it online).
 
 Rows (all use the predators of the ``predator_seeds``):
 
@@ -80,7 +79,7 @@ import numpy as np
 
 from mopa.algos.presets import check_recipe
 from mopa.core.checkpoint import read_msgpack, write_msgpack
-from mopa.core.checks import check_fields, check_probability
+from mopa.core.checks import check_fields, check_fraction, check_probability
 from mopa.core.files import write_json
 from mopa.core.runinfo import run_metadata
 from mopa.envs import make
@@ -309,10 +308,7 @@ class PopulationExperimentConfig:
                 "out_of_family_episodes must be >= 1 or None, got "
                 f"{self.out_of_family_episodes}"
             )
-        if not 0.0 <= self.bayes_epsilon < 1.0:
-            raise InvalidParameterError(
-                f"bayes_epsilon must be in [0, 1), got {self.bayes_epsilon}"
-            )
+        check_fraction("bayes_epsilon", self.bayes_epsilon)
         check_probability("fallback_prior", self.fallback_prior)
         if self.planning_prior is not None:
             check_probability("planning_prior", self.planning_prior)

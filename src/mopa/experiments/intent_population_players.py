@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-from mopa.core.checks import check_probability
+from mopa.core.checks import check_fraction, check_probability
 from mopa.envs.pursuit import ACTION_DIRECTIONS, NUM_ACTIONS, PREY, PursuitEnv
 from mopa.errors import InvalidParameterError
 from mopa.experiments.intent_players import infer_prey_action
@@ -273,10 +273,7 @@ class WandererPrey:
 
     def __post_init__(self):
         _check_one_prey(self.env, "wanderer")
-        if not 0.0 <= self.persistence < 1.0:
-            raise InvalidParameterError(
-                f"persistence must be in [0, 1), got {self.persistence}"
-            )
+        check_fraction("persistence", self.persistence)
 
     @property
     def num_agents(self) -> int:

@@ -84,7 +84,7 @@ from mopa.algos.mappo.config import MAPPOConfig
 from mopa.algos.mappo.train import make_trainer
 from mopa.algos.trainer import seed_keys
 from mopa.core.checkpoint import read_msgpack, write_msgpack
-from mopa.core.checks import check_fields
+from mopa.core.checks import check_fields, check_fraction
 from mopa.envs import make
 from mopa.envs.base import StepOutput, TeamArrays
 from mopa.envs.battalion import BattalionParams
@@ -208,10 +208,7 @@ class WargameIntentConfig:
                 raise InvalidParameterError(
                     f"{name} must be >= 1, got {getattr(self, name)}"
                 )
-        if not 0.0 <= self.warm_start < 1.0:
-            raise InvalidParameterError(
-                f"warm_start must be in [0, 1), got {self.warm_start}"
-            )
+        check_fraction("warm_start", self.warm_start)
         if not 0.0 <= self.alpha_low <= self.alpha_high <= 1.0:
             raise InvalidParameterError(
                 "alpha_low and alpha_high must satisfy 0 <= alpha_low <= "

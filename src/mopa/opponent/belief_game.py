@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from mopa.core.checks import check_probability
+from mopa.core.checks import check_fraction, check_probability
 from mopa.envs.base import Env, StepOutput, TeamArrays
 from mopa.envs.spaces import Box, Discrete
 from mopa.envs.wrappers import Wrapper
@@ -113,8 +113,7 @@ class BeliefObservation(Wrapper):
                 f"{opponent!r} plays {space}"
             )
         check_probability("fallback_prior", fallback_prior)
-        if not 0.0 <= float(epsilon) < 1.0:
-            raise InvalidParameterError(f"epsilon must be in [0, 1), got {epsilon}")
+        check_fraction("epsilon", epsilon)
         self.population = population
         self.num_members = num_members(clones)
         self.epsilon = float(epsilon)

@@ -46,6 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mopa.core.checkpoint import check_header
+from mopa.core.checks import check_fraction
 from mopa.core.files import atomic_write
 from mopa.envs.base import Env
 from mopa.envs.rollout import has_auto_reset
@@ -540,10 +541,7 @@ def split_indices(
     (stratified): ``round(test_fraction x n)`` of a label's ``n`` units go to test,
     at least one when ``n >= 2`` and ``test_fraction > 0``.
     """
-    if not 0.0 <= test_fraction < 1.0:
-        raise InvalidParameterError(
-            f"test_fraction must be in [0, 1), got {test_fraction}"
-        )
+    check_fraction("test_fraction", test_fraction)
     if labels is None:
         labels = np.zeros((num_units,), np.int64)
     labels = np.asarray(labels)

@@ -62,7 +62,7 @@ from mopa.core.checkpoint import (
     read_msgpack,
     write_config_params,
 )
-from mopa.core.checks import check_fields
+from mopa.core.checks import check_fields, check_fraction
 from mopa.core.configs import config_from_kinds
 from mopa.errors import CheckpointError, InvalidParameterError
 from mopa.models.encoders import JEPA, VAE, Classifier
@@ -230,10 +230,7 @@ class ClassifierConfig(EncoderConfig):
             raise InvalidParameterError(
                 f"num_classes must be >= 2, got {self.num_classes}"
             )
-        if not 0.0 <= self.label_smoothing < 1.0:
-            raise InvalidParameterError(
-                f"label_smoothing must be in [0, 1), got {self.label_smoothing}"
-            )
+        check_fraction("label_smoothing", self.label_smoothing)
 
     def module(self) -> Classifier:
         return Classifier(self.hidden, self.num_classes, self.activation)

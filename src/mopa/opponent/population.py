@@ -139,7 +139,12 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from mopa.core.checks import check_count, check_fields, check_probability
+from mopa.core.checks import (
+    check_count,
+    check_fields,
+    check_fraction,
+    check_probability,
+)
 from mopa.errors import InvalidParameterError
 from mopa.opponent.bc import BCConfig, BCMetrics, bc_logits, make_train
 from mopa.opponent.beliefs import floored_log_likelihood
@@ -729,9 +734,7 @@ def _log_prior(name: str, prior: Any, size: int) -> jax.Array:
 
 def _check_epsilon(epsilon: Any) -> None:
     if _is_concrete(epsilon):
-        value = float(np.asarray(epsilon))
-        if not 0.0 <= value < 1.0:
-            raise InvalidParameterError(f"epsilon must be in [0, 1), got {epsilon}")
+        check_fraction("epsilon", epsilon)
 
 
 def _check_probability(name: str, value: Any) -> None:
