@@ -6,12 +6,7 @@ import replaces ``sys.stdout`` and would otherwise swallow the output of whichev
 test first imports it under output capture. Every test process (and CLI
 subprocess) sees three CPU devices, so training runs of two or three seeds take the
 sharded path the ``mopa`` command takes (see :mod:`mopa.core.devices`), and XLA
-compiles with its quickest settings. Arrays that a traced function closes over (a
-frozen opponent's weights, a model's parameters) are passed to the compiled program
-as arguments instead of being embedded in it (``JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS``,
-read when JAX is imported), so two programs that differ only in such weights are one
-program to the compilation cache: the co-training tests train many opponents of one
-shape against different frozen teams."""
+compiles with its quickest settings."""
 
 import importlib.util
 import os
@@ -20,7 +15,6 @@ import warnings
 import pytest
 
 os.environ.setdefault("JAX_NUM_CPU_DEVICES", "3")
-os.environ.setdefault("JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS", "1")  # before JAX loads
 from mopa.core.compile_cache import use_compile_cache
 from mopa.core.devices import use_quick_compile
 
