@@ -199,7 +199,7 @@ def test_frozen_opponent_from_a_checkpoint(uninterrupted):
         (dict(num_envs=0), "num_envs must be > 0"),
         (dict(buffer_size=1000), "buffer_size (1000) must be a multiple"),
         (dict(total_steps=10), "total_steps (10) must be at least"),
-        (dict(gamma=1.5), "gamma must be in [0.0, 1.0]"),
+        (dict(gamma=1.5), "gamma must be in [0, 1], got 1.5"),
         (dict(algo="mappo"), "algo must be one of"),
         (dict(frozen=(("blue", "random"),)), None),
     ],

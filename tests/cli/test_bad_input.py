@@ -239,7 +239,7 @@ BAD_INPUTS: dict[str, list[tuple[list[str], str]]] = {
     "lemol": [
         (["--chunk_length", "0"], "chunk_length must be > 0"),
         (["--lr", "nan"], "lr must be finite, got nan"),
-        (["--gamma", "2"], "gamma must be in [0.0, 1.0]"),
+        (["--gamma", "2"], "gamma must be in [0, 1], got 2.0"),
         (["--num_episodes", "x"], "argument --num_episodes: invalid int value: 'x'"),
         (["--num_episodes", HUGE], "num_episodes must be <= 2**31 - 1"),
         (["--replay_buffer_capacity", "inf"], "must be a whole number, got inf"),

@@ -174,3 +174,48 @@ def test_output_paths_are_checked_without_creating_anything(tmp_path):
     with pytest.raises(PathError, match="--out /proc/mopa/run: cannot write in /proc"):
         check_output_folder("/proc/mopa/run", "--out")
     assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
+@pytest.mark.parametrize(
+    ("helper", "inside", "outside", "interval"),
+    [
+        (checks.check_unit, (0.0, 0.5, 1.0), (-0.1, 1.5, math.nan), "[0, 1]"),
+        (checks.check_probability, (0.01, 0.5, 0.99), (0.0, 1.0, math.nan), "(0, 1)"),
+        (checks.check_fraction, (0.0, 0.5, 0.99), (-0.1, 1.0, math.nan), "[0, 1)"),
+        (checks.check_discount, (0.01, 0.5, 1.0), (0.0, 1.01, math.nan), "(0, 1]"),
+    ],
+)
+def test_each_interval_helper_keeps_its_ends_and_names_them(
+    helper, inside, outside, interval
+):
+    for value in inside:
+        helper("x", value)
+    for value in outside:
+        with pytest.raises(InvalidParameterError) as error:
+            helper("x", value)
+        assert str(error.value) == f"x must be in {interval}, got {value}"
+
+
+def test_every_range_check_of_a_config_names_the_same_interval_the_same_way():
+    # a discount of the planners, a GAE lambda, an EMA decay and a held-out share:
+    # each config refuses through the one interval check, with one wording
+    from mopa.algos.pola.sampled import SampledConfig
+    from mopa.experiments.exp2 import Exp2Config
+    from mopa.planning import LookaheadConfig
+
+    cases = [
+        (lambda: LookaheadConfig(gamma=1.5), "gamma must be in [0, 1], got 1.5"),
+        (
+            lambda: SampledConfig(gae_lambda=2.0),
+            "gae_lambda must be in [0, 1], got 2.0",
+        ),
+        (lambda: SampledConfig(gamma=0.0), "gamma must be in (0, 1], got 0.0"),
+        (
+            lambda: Exp2Config(test_fraction=1.0),
+            "test_fraction must be in (0, 1), got 1.0",
+        ),
+    ]
+    for build, message in cases:
+        with pytest.raises(InvalidParameterError) as error:
+            build()
+        assert str(error.value) == message

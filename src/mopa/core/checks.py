@@ -264,25 +264,57 @@ def check_positive(config: Any, *names: str) -> None:
             raise InvalidParameterError(f"{name} must be > 0, got {value}")
 
 
+def check_interval(
+    name: str,
+    value: float,
+    low: float,
+    high: float,
+    *,
+    open_low: bool = False,
+    open_high: bool = False,
+) -> None:
+    """Raise unless ``value`` lies between ``low`` and ``high`` (each bound included
+    unless ``open_low`` / ``open_high``); NaN never does. The message writes the
+    interval as ``[low, high]``, ``(low, high]``, ... The one range check: the
+    helpers below name its common intervals."""
+    number = float(value)
+    above = low < number if open_low else low <= number
+    below = number < high if open_high else number <= high
+    if not (above and below):
+        interval = (
+            f"{'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
+        )
+        raise InvalidParameterError(f"{name} must be in {interval}, got {value}")
+
+
 def check_range(config: Any, name: str, low: float, high: float) -> None:
     """Raise unless ``low <= config.name <= high``."""
-    value = getattr(config, name)
-    if not low <= value <= high:
-        raise InvalidParameterError(f"{name} must be in [{low}, {high}], got {value}")
+    check_interval(name, getattr(config, name), low, high)
+
+
+def check_unit(name: str, value: float) -> None:
+    """Raise unless ``0 <= value <= 1`` (a weight, ratio or threshold that may be
+    either end, e.g. an EMA decay, a GAE lambda or a promotion threshold)."""
+    check_interval(name, value, 0.0, 1.0)
 
 
 def check_probability(name: str, value: float) -> None:
     """Raise unless ``0 < value < 1`` (a probability strictly inside the interval,
-    e.g. a prior whose log-odds must be finite)."""
-    if not 0.0 < float(value) < 1.0:
-        raise InvalidParameterError(f"{name} must be in (0, 1), got {value}")
+    e.g. a prior whose log-odds must be finite, or a held-out fraction that leaves
+    both parts non-empty)."""
+    check_interval(name, value, 0.0, 1.0, open_low=True, open_high=True)
 
 
 def check_fraction(name: str, value: float) -> None:
     """Raise unless ``0 <= value < 1`` (a share that may be zero but not whole,
-    e.g. a likelihood floor, a smoothing weight or a held-out fraction)."""
-    if not 0.0 <= float(value) < 1.0:
-        raise InvalidParameterError(f"{name} must be in [0, 1), got {value}")
+    e.g. a likelihood floor or a smoothing weight)."""
+    check_interval(name, value, 0.0, 1.0, open_high=True)
+
+
+def check_discount(name: str, value: float) -> None:
+    """Raise unless ``0 < value <= 1`` (a discount factor, or a share that may be
+    whole but not empty)."""
+    check_interval(name, value, 0.0, 1.0, open_low=True)
 
 
 def check_seed(name: str, value: int) -> None:

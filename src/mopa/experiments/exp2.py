@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mopa.algos.presets import check_recipe
-from mopa.core.checks import check_fields
+from mopa.core.checks import check_fields, check_probability
 from mopa.envs import make
 from mopa.errors import InvalidParameterError
 from mopa.experiments import part1
@@ -138,8 +138,7 @@ class Exp2Config:
             raise InvalidParameterError(
                 f"decoder_std must be > 0, got {self.decoder_std}"
             )
-        if not 0 < self.test_fraction < 1:
-            raise InvalidParameterError("test_fraction must be in (0, 1)")
+        check_probability("test_fraction", self.test_fraction)
 
     def vae(self, horizon: int) -> VAEConfig:
         """The VAE over raw sequences of ``horizon`` positions."""

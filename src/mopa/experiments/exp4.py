@@ -50,7 +50,7 @@ import jax
 import numpy as np
 
 from mopa.algos.presets import check_recipe
-from mopa.core.checks import check_fields
+from mopa.core.checks import check_fields, check_probability
 from mopa.envs import make
 from mopa.errors import InvalidParameterError
 from mopa.experiments import part1
@@ -143,8 +143,7 @@ class Exp4Config:
             raise InvalidParameterError(
                 f"subsample_sizes must each be >= 8, got {self.subsample_sizes}"
             )
-        if not 0 < self.test_fraction < 1:
-            raise InvalidParameterError("test_fraction must be in (0, 1)")
+        check_probability("test_fraction", self.test_fraction)
 
 
 def run_exp4(config: Exp4Config, seeds: int | None, progress, stages) -> dict:

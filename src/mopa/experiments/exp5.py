@@ -79,7 +79,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mopa.algos.presets import check_recipe
-from mopa.core.checks import check_fields
+from mopa.core.checks import check_fields, check_probability
 from mopa.envs import make
 from mopa.envs.wrappers import AutoReset
 from mopa.errors import InvalidParameterError
@@ -207,8 +207,7 @@ class Exp5Config:
                 raise InvalidParameterError(f"{name} must be >= 1")
         if self.num_seeds < 2:
             raise InvalidParameterError("num_seeds must be >= 2 (cross-play CIs)")
-        if not 0 < self.test_fraction < 1:
-            raise InvalidParameterError("test_fraction must be in (0, 1)")
+        check_probability("test_fraction", self.test_fraction)
 
     def vae(self) -> VAEConfig:
         return VAEConfig(

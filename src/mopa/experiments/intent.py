@@ -82,7 +82,7 @@ import numpy as np
 from mopa.algos.driver import Progress, run_training
 from mopa.algos.presets import check_recipe, recipe_preset
 from mopa.core.checkpoint import read_msgpack, read_policy_file, write_msgpack
-from mopa.core.checks import check_fields, check_fraction
+from mopa.core.checks import check_discount, check_fields, check_fraction
 from mopa.core.files import write_json
 from mopa.core.runinfo import run_metadata
 from mopa.envs import make
@@ -343,10 +343,7 @@ class IntentConfig:
             raise InvalidParameterError(
                 f"jepa_name_rounds must be >= 0, got {self.jepa_name_rounds}"
             )
-        if not 0.0 < self.planner_gamma <= 1.0:
-            raise InvalidParameterError(
-                f"planner_gamma must be in (0, 1], got {self.planner_gamma}"
-            )
+        check_discount("planner_gamma", self.planner_gamma)
         if self.clone_temperature < 0:
             raise InvalidParameterError(
                 f"clone_temperature must be >= 0, got {self.clone_temperature}"

@@ -79,7 +79,12 @@ import numpy as np
 
 from mopa.algos.presets import check_recipe
 from mopa.core.checkpoint import read_msgpack, write_msgpack
-from mopa.core.checks import check_fields, check_fraction, check_probability
+from mopa.core.checks import (
+    check_discount,
+    check_fields,
+    check_fraction,
+    check_probability,
+)
 from mopa.core.files import write_json
 from mopa.core.runinfo import run_metadata
 from mopa.envs import make
@@ -320,10 +325,7 @@ class PopulationExperimentConfig:
             )
         if len(set(self.out_of_family)) != len(self.out_of_family):
             raise InvalidParameterError("out_of_family must not repeat")
-        if not 0.0 < self.planner_gamma <= 1.0:
-            raise InvalidParameterError(
-                f"planner_gamma must be in (0, 1], got {self.planner_gamma}"
-            )
+        check_discount("planner_gamma", self.planner_gamma)
         self.predator_seeds  # noqa: B018 - checks the split
 
     @property

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from mopa.algos.lemol import LeMOLConfig
-from mopa.core.checks import check_fields
+from mopa.core.checks import check_discount, check_fields
 from mopa.errors import InvalidParameterError, UnknownNameError
 from mopa.eval.intervals import mean_interval
 from mopa.experiments import part1
@@ -116,10 +116,7 @@ class LeMOLExperimentConfig:
             raise InvalidParameterError("run: good_policy must be maddpg")
         if self.num_seeds < 1:
             raise InvalidParameterError(f"num_seeds must be >= 1, got {self.num_seeds}")
-        if not 0 < self.later_fraction <= 1:
-            raise InvalidParameterError(
-                f"later_fraction must be in (0, 1], got {self.later_fraction}"
-            )
+        check_discount("later_fraction", self.later_fraction)
         if not 1 <= self.within_bins <= self.run.updates_per_playout:
             raise InvalidParameterError(
                 f"within_bins must be in [1, {self.run.updates_per_playout}] "

@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.stats import binomtest
 
-from mopa.core.checks import check_fields
+from mopa.core.checks import check_fields, check_fraction
 from mopa.errors import InvalidParameterError
 from mopa.experiments.registry import register_experiment
 from mopa.league.training import Callback, LeagueRun, TrainingConfig
@@ -298,10 +298,7 @@ class CloneConfig:
                 )
         if self.lr <= 0:
             raise InvalidParameterError(f"lr must be > 0, got {self.lr}")
-        if not 0.0 <= self.label_smoothing < 1.0:
-            raise InvalidParameterError(
-                f"label_smoothing must lie in [0, 1), got {self.label_smoothing}"
-            )
+        check_fraction("label_smoothing", self.label_smoothing)
         if self.critic_warmup_chunks < 0:
             raise InvalidParameterError(
                 f"critic_warmup_chunks must be >= 0, got {self.critic_warmup_chunks}"

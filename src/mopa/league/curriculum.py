@@ -18,7 +18,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from mopa.core.checks import check_fields
+from mopa.core.checks import check_fields, check_unit
 from mopa.errors import InvalidParameterError
 
 
@@ -78,10 +78,7 @@ class CurriculumScheduler:
     ):
         if not stages:
             raise InvalidParameterError("a curriculum needs at least one stage")
-        if not 0.0 <= promote_threshold <= 1.0:
-            raise InvalidParameterError(
-                f"promote_threshold must be in [0, 1], got {promote_threshold}"
-            )
+        check_unit("promote_threshold", promote_threshold)
         if win_rate_window < 1:
             raise InvalidParameterError(
                 f"win_rate_window must be >= 1, got {win_rate_window}"

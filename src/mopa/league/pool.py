@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from mopa.core import checkpoint
+from mopa.core.checks import check_unit
 from mopa.errors import InvalidParameterError
 from mopa.league.store import LeagueStore
 
@@ -174,10 +175,7 @@ class OpponentPool:
             w = np.array([(1.0 - e.win_rate) ** pfsp_power for e in entries])
         w = w / w.sum()
         if latest_ratio is not None and k > 1:
-            if not 0.0 <= latest_ratio <= 1.0:
-                raise InvalidParameterError(
-                    f"latest_ratio must be in [0, 1], got {latest_ratio}"
-                )
+            check_unit("latest_ratio", latest_ratio)
             past = (
                 w[:-1] / w[:-1].sum()
                 if w[:-1].sum() > 0

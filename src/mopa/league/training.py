@@ -50,7 +50,7 @@ from mopa.algos.driver import run_updates
 from mopa.algos.mappo.config import MAPPOConfig
 from mopa.algos.mappo.train import make_trainer
 from mopa.core import checkpoint
-from mopa.core.checks import check_count, check_fields
+from mopa.core.checks import check_count, check_fields, check_unit
 from mopa.core.runinfo import run_metadata
 from mopa.envs import make
 from mopa.envs.battalion_wrappers import SCRIPTED_VARIANTS
@@ -171,10 +171,7 @@ class TrainingConfig:
             raise InvalidParameterError(
                 f"algo must be mappo or ippo, got {self.algo!r}"
             )
-        if not 0.0 <= self.promote_threshold <= 1.0:
-            raise InvalidParameterError(
-                f"promote_threshold must be in [0, 1], got {self.promote_threshold}"
-            )
+        check_unit("promote_threshold", self.promote_threshold)
         if self.critic_warmup_chunks < 0:
             raise InvalidParameterError(
                 f"critic_warmup_chunks must be >= 0, got {self.critic_warmup_chunks}"

@@ -62,7 +62,7 @@ from mopa.core.checkpoint import (
     read_msgpack,
     write_config_params,
 )
-from mopa.core.checks import check_fields, check_fraction
+from mopa.core.checks import check_fields, check_fraction, check_unit
 from mopa.core.configs import config_from_kinds
 from mopa.errors import CheckpointError, InvalidParameterError
 from mopa.models.encoders import JEPA, VAE, Classifier
@@ -194,10 +194,7 @@ class JEPAConfig(EncoderConfig):
                 "predictor_hidden must be a non-empty tuple of widths >= 1, "
                 f"got {self.predictor_hidden}"
             )
-        if not 0.0 <= self.ema_decay <= 1.0:
-            raise InvalidParameterError(
-                f"ema_decay must be in [0, 1], got {self.ema_decay}"
-            )
+        check_unit("ema_decay", self.ema_decay)
         if self.readout_weight < 0:
             raise InvalidParameterError(
                 f"readout_weight must be >= 0, got {self.readout_weight}"

@@ -47,7 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from mopa.core.checks import check_fields
+from mopa.core.checks import check_fields, check_unit
 from mopa.envs.base import Env, TeamArrays
 from mopa.envs.spaces import Discrete
 from mopa.errors import InvalidParameterError, MopaError
@@ -91,8 +91,7 @@ class LookaheadConfig:
             raise InvalidParameterError(
                 f"horizon must be an integer >= 0, got {self.horizon!r}"
             )
-        if not 0.0 <= self.gamma <= 1.0:
-            raise InvalidParameterError(f"gamma must be in [0, 1], got {self.gamma!r}")
+        check_unit("gamma", self.gamma)
         if self.mode not in MODES:
             raise InvalidParameterError(
                 f"mode must be one of {MODES}, got {self.mode!r}"

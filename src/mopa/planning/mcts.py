@@ -65,7 +65,7 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 
-from mopa.core.checks import check_fields
+from mopa.core.checks import check_fields, check_unit
 from mopa.envs.base import Env
 from mopa.errors import InvalidParameterError
 from mopa.planning.lookahead import (
@@ -134,8 +134,7 @@ class MCTSConfig:
             raise InvalidParameterError(
                 f"max_depth must be None or an integer >= 1, got {self.max_depth!r}"
             )
-        if not 0.0 <= self.gamma <= 1.0:
-            raise InvalidParameterError(f"gamma must be in [0, 1], got {self.gamma!r}")
+        check_unit("gamma", self.gamma)
         if not math.isfinite(self.leaf_weight):
             raise InvalidParameterError(
                 f"leaf_weight must be finite, got {self.leaf_weight!r}"

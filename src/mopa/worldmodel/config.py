@@ -13,7 +13,7 @@ import dataclasses
 import json
 from typing import Any, ClassVar
 
-from mopa.core.checks import check_fields
+from mopa.core.checks import check_fields, check_unit
 from mopa.core.configs import config_from_kinds
 from mopa.errors import InvalidParameterError
 from mopa.models.networks import ACTIVATIONS
@@ -155,10 +155,7 @@ class JEPAWorldConfig(WorldModelConfig):
                 "predictor_hidden must be a non-empty tuple of widths >= 1, "
                 f"got {self.predictor_hidden}"
             )
-        if not 0.0 <= self.ema_decay <= 1.0:
-            raise InvalidParameterError(
-                f"ema_decay must be in [0, 1], got {self.ema_decay!r}"
-            )
+        check_unit("ema_decay", self.ema_decay)
         for name in ("variance_weight", "covariance_weight", "readout_weight"):
             if getattr(self, name) < 0:
                 raise InvalidParameterError(

@@ -104,7 +104,7 @@ def test_every_flag_is_covered():
         (["--replay_buffer_capacity", "1.5"], "must be a whole number, got 1.5"),
         (["--good_policy", "lemol"], "cannot both be lemol"),
         (["--scenario", "adversary"], "lemol models one opponent"),
-        (["--gamma", "2"], r"gamma must be in \[0.0, 1.0\]"),
+        (["--gamma", "2"], r"gamma must be in \[0, 1\], got 2.0"),
         (["--bad_policy", "maddpg", "--lemol_save_path", "x"], "needs a lemol agent"),
     ],
 )

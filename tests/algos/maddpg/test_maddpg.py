@@ -44,7 +44,7 @@ force vectors (``rollout`` of ``random_policy``, 2000 episodes)."""
         ({"good_policy": "ppo"}, "good_policy must be one of maddpg, m3ddpg"),
         ({"bad_policy": "lemol"}, "bad_policy must be one of"),
         ({"scenario": "tag"}, "scenario must be push or adversary"),
-        ({"gamma": 1.5}, r"gamma must be in \[0.0, 1.0\]"),
+        ({"gamma": 1.5}, r"gamma must be in \[0, 1\], got 1.5"),
         ({"polyak": -0.1}, "polyak must be in"),
         ({"adv_eps": -1e-3}, "adv_eps must be in"),
         ({"batch_size": 0}, "batch_size must be > 0"),

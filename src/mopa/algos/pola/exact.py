@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mopa.core.checks import check_count, check_fields
+from mopa.core.checks import check_count, check_fields, check_probability
 from mopa.envs.ipd import MIRROR_STATES, OTHER_DEFECTED, exact_values
 from mopa.errors import InvalidParameterError
 
@@ -123,8 +123,7 @@ class ExactConfig:
                 f"policy must be one of {', '.join(POLICY_CLASSES)}, "
                 f"got {self.policy!r}"
             )
-        if not 0.0 < self.gamma < 1.0:
-            raise InvalidParameterError(f"gamma must be in (0, 1), got {self.gamma}")
+        check_probability("gamma", self.gamma)
         for field in ("lr_inner", "lr_outer", "outer_beta", "std", "prox_threshold"):
             if getattr(self, field) < 0:
                 raise InvalidParameterError(

@@ -46,7 +46,7 @@ from mopa.algos.pola.dice import (
     value_loss,
 )
 from mopa.algos.pola.networks import GRUNetwork, TabularIPDPolicy, unroll
-from mopa.core.checks import check_count, check_fields
+from mopa.core.checks import check_count, check_discount, check_fields, check_unit
 from mopa.envs import coin_game, ipd
 from mopa.envs.registry import make
 from mopa.errors import InvalidParameterError
@@ -140,12 +140,8 @@ class SampledConfig:
                 raise InvalidParameterError(
                     f"{field} must be >= 0, got {getattr(self, field)}"
                 )
-        if not 0.0 < self.gamma <= 1.0:
-            raise InvalidParameterError(f"gamma must be in (0, 1], got {self.gamma}")
-        if not 0.0 <= self.gae_lambda <= 1.0:
-            raise InvalidParameterError(
-                f"gae_lambda must be in [0, 1], got {self.gae_lambda}"
-            )
+        check_discount("gamma", self.gamma)
+        check_unit("gae_lambda", self.gae_lambda)
         if self.tabular and self.env != "ipd":
             raise InvalidParameterError("tabular policies exist only for env ipd")
 
