@@ -1,0 +1,115 @@
+"""Where the main job's evaluation time goes: each condition of ``mopa reproduce
+intent``'s paired protocol played alone, at the default profile's networks, planner
+sizes and episode count, its time split into compilation (tracing, lowering, XLA)
+and the rest (execution).
+
+The teams, encoders and world models are trained briefly (a few thousand steps), so
+the captures mean nothing; what a condition computes per decision, and so its time,
+does not depend on how well its networks were trained. Writes ``--out`` (JSON) and
+``--out`` with ``.meta.json`` (config, versions, git SHA)::
+
+    JAX_PLATFORMS=cpu python benchmarks/eval_conditions.py \
+        --out benchmarks/eval_conditions.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from mopa.core.devices import use_cpu_devices
+
+use_cpu_devices()  # as the mopa command does, before JAX starts
+
+import jax  # noqa: E402
+import jax.monitoring  # noqa: E402
+
+from mopa.core.runinfo import run_metadata  # noqa: E402
+from mopa.eval.tournament import play_tournament  # noqa: E402
+from mopa.experiments import intent  # noqa: E402
+from mopa.experiments.stages import Stages  # noqa: E402
+
+PHASES = {
+    "/jax/core/compile/jaxpr_trace_duration": "trace_s",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower_s",
+    "/jax/core/compile/backend_compile_duration": "compile_s",
+}
+_phases: collections.Counter = collections.Counter()
+
+
+def _on_duration(event: str, duration: float, **kwargs) -> None:
+    if event in PHASES:
+        _phases[PHASES[event]] += duration
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--train-steps", type=int, default=3 * 8192)
+    args = parser.parse_args()
+    config = dataclasses.replace(
+        intent.PROFILES["default"],
+        train_steps=args.train_steps,
+        train_chunks=1,
+        data_episodes_per_seed=48,
+        classifier_updates=100,
+        jepa_updates=100,
+        bc_epochs=2,
+        wm_updates=20,
+    )
+    meta = run_metadata({"config": dataclasses.asdict(config)})
+    stages = Stages(Path(tempfile.mkdtemp(prefix="eval_conditions_")))
+    teams = {}
+    for condition in intent.TRAIN_CONDITIONS:
+        name = f"train_{condition}"
+        cfg = intent.train_config(config, condition, config.num_seeds)
+        stages.run(
+            name,
+            cfg.to_dict(),
+            lambda f, cfg=cfg, name=name: intent.train_stage(cfg, f, name, print),
+        )
+        teams[condition] = intent.read_teams(stages.folder(name))
+    encoders, world_models = stages.folder("encoders"), stages.folder("world_models")
+    stages.run(
+        "encoders",
+        {},
+        lambda f: intent._encoders(config, stages.folder("train_belief"), f),
+    )
+    stages.run("world_models", {}, lambda f: intent._world_models(config, encoders, f))
+    entries = intent.build_entries(config, teams, encoders, world_models)
+    env, params = intent.intent_game()
+    jax.monitoring.register_event_duration_secs_listener(_on_duration)
+    rows = {}
+    for name in intent.CONDITIONS:
+        prey = entries["prey"][intent.PAIRED_PREY[name]]
+        _phases.clear()
+        start = time.perf_counter()
+        play_tournament(
+            env,
+            params,
+            [entries["predators"][name]],
+            [prey],
+            jax.random.key(7),
+            num_episodes=config.eval_episodes,
+            pairing="paired",
+        )
+        wall = time.perf_counter() - start
+        phases = {key: round(_phases[key], 2) for key in PHASES.values()}
+        rows[name] = {
+            "wall_s": round(wall, 2),
+            **phases,
+            "rest_s": round(wall - sum(phases.values()), 2),
+            "games": config.num_seeds * config.eval_episodes,
+        }
+        print(name, rows[name], flush=True)
+    args.out.write_text(json.dumps({"rows": rows}, indent=1) + "\n")
+    args.out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
