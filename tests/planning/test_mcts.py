@@ -276,9 +276,8 @@ def test_player_errors_name_what_does_not_fit(intent_setup):
     )
 
 
-def test_intent_predator_plays_episodes_with_the_search(intent_setup):
-    """The search as the Exp 6 planner: whole episodes under jit, vmapped over
-    games (the tournament's layout); the same key replays the same episode."""
+def searching_predator(intent_setup):
+    """A small tree-search intent predator and its params."""
     env, env_params, predator, prey, model, weights = intent_setup
     K = env.num_intents
     config = MCTSConfig(
@@ -313,6 +312,14 @@ def test_intent_predator_plays_episodes_with_the_search(intent_setup):
         source=jnp.int32(0),
         feed=jnp.int32(FEEDS.index("belief")),
     )
+    return player, player_params
+
+
+def test_intent_predator_plays_episodes_with_the_search(intent_setup):
+    """The search as the Exp 6 planner: whole episodes under jit, vmapped over
+    games (the tournament's layout); the same key replays the same episode."""
+    env, env_params, predator, prey, model, weights = intent_setup
+    player, player_params = searching_predator(intent_setup)
     keys = jax.random.split(jax.random.key(7), 2)
     horizon = 6
     totals = play_episodes(
@@ -330,3 +337,44 @@ def test_intent_predator_plays_episodes_with_the_search(intent_setup):
     # Games of the batch are independent: game 2 replays game 0's key.
     np.testing.assert_array_equal(returns[2], returns[0])
     np.testing.assert_array_equal(captures[2], captures[0])
+
+
+def test_a_spread_tournament_plays_the_search_with_one_devices_numbers(
+    intent_setup,
+):
+    """A tournament long enough to split its episodes over the session's 3 CPU
+    devices runs each device's share under ``shard_map`` (the search maps over its
+    games one after another, which sharding annotations alone do not split, so
+    every device would search every game): the episodes are those one device
+    plays."""
+    from mopa.eval.tournament import (
+        MIN_SPREAD_EPISODES,
+        _episode_mesh,
+        cell_keys,
+        play_tournament,
+    )
+
+    env, env_params, predator, prey, model, weights = intent_setup
+    player, player_params = searching_predator(intent_setup)
+    num_episodes = MIN_SPREAD_EPISODES + 1  # 33 = 3 x 11
+    assert _episode_mesh(num_episodes).size == 3
+    one = lambda tree: jax.tree.map(lambda x: jnp.asarray(x)[None], tree)  # noqa: E731
+    horizon = 4
+    played = play_tournament(
+        env,
+        env_params,
+        [("search", player, one(player_params))],
+        [("prey", PolicyPlayer(prey), one(weights[1]))],
+        jax.random.key(5),
+        num_episodes=num_episodes,
+        horizon=horizon,
+    )
+    alone = play_episodes(
+        env,
+        env_params,
+        (player, PolicyPlayer(prey)),
+        (player_params, weights[1]),
+        cell_keys(jax.random.key(5), "search", "prey", 1, num_episodes)[0],
+        horizon,
+    )
+    np.testing.assert_array_equal(played.returns[0, 0, 0], np.asarray(alone.returns))

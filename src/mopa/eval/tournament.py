@@ -311,17 +311,28 @@ def _group(entries: Sequence[TournamentEntry]) -> tuple[_Group, ...]:
     )
 
 
-def _spread_episodes(keys: jax.Array) -> jax.Array:
-    """``keys [R, C, P, N]`` with the episode axis sharded over as many devices as
-    divide ``N`` (several CPU devices run episodes on separate threads; see
-    :mod:`mopa.core.devices`), when ``N >= MIN_SPREAD_EPISODES``. Placement only:
-    the numbers do not change."""
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+def _episode_mesh(num_episodes: int) -> Any:
+    """The mesh the episode axis is split over: as many devices as divide
+    ``num_episodes`` (several CPU devices run episodes on separate threads; see
+    :mod:`mopa.core.devices`), when ``num_episodes >= MIN_SPREAD_EPISODES``;
+    ``None`` (one device) otherwise."""
+    from jax.sharding import Mesh
 
-    devices = dividing_devices(keys.shape[-1])
-    if len(devices) == 1 or keys.shape[-1] < MIN_SPREAD_EPISODES:
+    devices = dividing_devices(num_episodes)
+    if len(devices) == 1 or num_episodes < MIN_SPREAD_EPISODES:
+        return None
+    return Mesh(np.array(devices), ("episode",))
+
+
+def _spread_episodes(keys: jax.Array, mesh: Any = None) -> jax.Array:
+    """``keys [R, C, P, N]`` placed with the episode axis sharded over ``mesh``
+    (default: :func:`_episode_mesh` of ``N``). Placement only: the numbers do not
+    change."""
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    mesh = _episode_mesh(keys.shape[-1]) if mesh is None else mesh
+    if mesh is None:
         return keys
-    mesh = Mesh(np.array(devices), ("episode",))
     return jax.device_put(
         keys, NamedSharding(mesh, PartitionSpec(None, None, None, "episode"))
     )
@@ -347,9 +358,33 @@ def _play_cell(env, params, players, params_a, params_b, keys, *, horizon):
     )(keys)
 
 
+def _over_episodes(block: Any, mesh: Any) -> Any:
+    """``block(cell_a [M, ...], cell_b [M, ...], keys [M, N])``, run on each
+    device's share of the episode axis when ``mesh`` is given."""
+    if mesh is None:
+        return block
+    from jax.sharding import PartitionSpec
+
+    return jax.shard_map(
+        block,
+        mesh=mesh,
+        in_specs=(PartitionSpec(), PartitionSpec(), PartitionSpec(None, "episode")),
+        out_specs=PartitionSpec(None, "episode"),
+        check_vma=False,
+    )
+
+
 @functools.partial(
     jax.jit,
-    static_argnames=("env", "players_a", "players_b", "rows", "columns", "horizon"),
+    static_argnames=(
+        "env",
+        "players_a",
+        "players_b",
+        "rows",
+        "columns",
+        "horizon",
+        "mesh",
+    ),
 )
 def _play_groups(
     env: Env,
@@ -363,6 +398,7 @@ def _play_groups(
     pairs: jax.Array,
     keys: jax.Array,
     horizon: int,
+    mesh: Any = None,
 ) -> EpisodeTotals:
     """Every block of (row group, column group), written into full arrays.
 
@@ -371,6 +407,11 @@ def _play_groups(
             and their stacked params ``[G, S_A, ...]`` (the same for columns).
         pairs: ``[P, 2]`` seed indices.
         keys: ``[R, C, P, N]`` episode keys.
+        mesh: when given, every block runs under ``shard_map`` with the episode
+            axis split over the mesh, so each device plays its own episodes only,
+            whatever the players compute inside (a tree search that maps over its
+            games one after another is not partitioned by sharding annotations
+            alone, and every device would play every game).
 
     Returns:
         :class:`EpisodeTotals` with leaves ``[R, C, P, N, ...]``.
@@ -391,7 +432,7 @@ def _play_groups(
             play = functools.partial(
                 _play_cell, env, params, (player_a, player_b), horizon=horizon
             )
-            block = jax.vmap(play)(
+            block = _over_episodes(jax.vmap(play), mesh)(
                 cell_a, cell_b, keys[index].reshape(-1, num_episodes)
             )  # [M, N, ...]
             indices.append(index)
@@ -471,7 +512,8 @@ def play_tournament(
         ]
     )  # [R, C, P, N]
     groups_a, groups_b = _group(side_a), _group(side_b)
-    keys = _spread_episodes(keys)
+    mesh = _episode_mesh(num_episodes)
+    keys = _spread_episodes(keys, mesh)
     totals = _play_groups(
         env,
         params,
@@ -484,6 +526,7 @@ def play_tournament(
         jnp.asarray(pairs),
         keys,
         horizon,
+        mesh,
     )
     return TournamentResult(
         row_names=tuple(entry.name for entry in side_a),
