@@ -285,12 +285,17 @@ def test_long_tournaments_spread_episodes_over_devices_with_the_same_numbers(
 ):
     """From ``MIN_SPREAD_EPISODES`` episodes per cell the episode axis is sharded
     over the test session's 3 CPU devices; the numbers are those of one device."""
-    from mopa.eval.tournament import MIN_SPREAD_EPISODES, _spread_episodes
+    from mopa.eval.tournament import (
+        MIN_SPREAD_EPISODES,
+        _episode_mesh,
+        _spread_episodes,
+    )
 
     env, params = game
     num_episodes = MIN_SPREAD_EPISODES + 1  # 33 = 3 x 11
     keys = jax.random.split(jax.random.key(0), num_episodes).reshape(1, 1, 1, -1)
-    assert len(_spread_episodes(keys).sharding.device_set) == 3
+    spread = _spread_episodes(keys, _episode_mesh(num_episodes))
+    assert len(spread.sharding.device_set) == 3
     row, column = sides[0][1], sides[1][1]
     played = play_tournament(
         env, params, [row], [column], jax.random.key(8), num_episodes=num_episodes

@@ -350,6 +350,7 @@ def test_a_spread_tournament_plays_the_search_with_one_devices_numbers(
     from mopa.eval.tournament import (
         MIN_SPREAD_EPISODES,
         _episode_mesh,
+        broadcast_seeds,
         cell_keys,
         play_tournament,
     )
@@ -358,13 +359,12 @@ def test_a_spread_tournament_plays_the_search_with_one_devices_numbers(
     player, player_params = searching_predator(intent_setup)
     num_episodes = MIN_SPREAD_EPISODES + 1  # 33 = 3 x 11
     assert _episode_mesh(num_episodes).size == 3
-    one = lambda tree: jax.tree.map(lambda x: jnp.asarray(x)[None], tree)  # noqa: E731
     horizon = 4
     played = play_tournament(
         env,
         env_params,
-        [("search", player, one(player_params))],
-        [("prey", PolicyPlayer(prey), one(weights[1]))],
+        [("search", player, broadcast_seeds(player_params, 1))],
+        [("prey", PolicyPlayer(prey), broadcast_seeds(weights[1], 1))],
         jax.random.key(5),
         num_episodes=num_episodes,
         horizon=horizon,

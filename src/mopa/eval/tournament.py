@@ -324,13 +324,12 @@ def _episode_mesh(num_episodes: int) -> Any:
     return Mesh(np.array(devices), ("episode",))
 
 
-def _spread_episodes(keys: jax.Array, mesh: Any = None) -> jax.Array:
+def _spread_episodes(keys: jax.Array, mesh: Any) -> jax.Array:
     """``keys [R, C, P, N]`` placed with the episode axis sharded over ``mesh``
-    (default: :func:`_episode_mesh` of ``N``). Placement only: the numbers do not
-    change."""
+    (:func:`_episode_mesh`; ``None`` leaves them on one device). Placement only: the
+    numbers do not change."""
     from jax.sharding import NamedSharding, PartitionSpec
 
-    mesh = _episode_mesh(keys.shape[-1]) if mesh is None else mesh
     if mesh is None:
         return keys
     return jax.device_put(
