@@ -1,7 +1,8 @@
 """Where the main job's evaluation time goes: each condition of ``mopa reproduce
-intent``'s paired protocol played alone, at the default profile's networks, planner
-sizes and episode count, its time split into compilation (tracing, lowering, XLA)
-and the rest (execution).
+intent``'s paired protocol (or, with ``--protocol common``, of its common-opponent
+protocol) played alone, at the default profile's networks, planner sizes and
+episode count, its time split into compilation (tracing, lowering, XLA) and the
+rest (execution).
 
 The teams, encoders and world models are trained briefly (a few thousand steps), so
 the captures mean nothing; what a condition computes per decision, and so its time,
@@ -10,6 +11,9 @@ does not depend on how well its networks were trained. Writes ``--out`` (JSON) a
 
     JAX_PLATFORMS=cpu python benchmarks/eval_conditions.py \
         --out benchmarks/eval_conditions.json
+
+``--stages DIR`` keeps the trained teams, encoders and world models in ``DIR`` and
+reuses them on the next run (the default is a new temporary folder).
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--train-steps", type=int, default=3 * 8192)
+    parser.add_argument("--protocol", choices=("paired", "common"), default="paired")
+    parser.add_argument("--stages", type=Path, default=None)
     args = parser.parse_args()
     config = dataclasses.replace(
         intent.PROFILES["default"],
@@ -62,8 +68,10 @@ def main() -> None:
         bc_epochs=2,
         wm_updates=20,
     )
-    meta = run_metadata({"config": dataclasses.asdict(config)})
-    stages = Stages(Path(tempfile.mkdtemp(prefix="eval_conditions_")))
+    meta = run_metadata(
+        {"config": dataclasses.asdict(config), "protocol": args.protocol}
+    )
+    stages = Stages(args.stages or Path(tempfile.mkdtemp(prefix="eval_conditions_")))
     teams = {}
     for condition in intent.TRAIN_CONDITIONS:
         name = f"train_{condition}"
@@ -84,19 +92,28 @@ def main() -> None:
     entries = intent.build_entries(config, teams, encoders, world_models)
     env, params = intent.intent_game()
     jax.monitoring.register_event_duration_secs_listener(_on_duration)
+    if args.protocol == "paired":
+        episodes, pairing = config.eval_episodes, "paired"
+        games = config.num_seeds * episodes
+    else:
+        episodes, pairing = intent.common_episodes(config, config.num_seeds), "all"
+        games = len(intent.TRAIN_CONDITIONS) * config.num_seeds**2 * episodes
     rows = {}
     for name in intent.CONDITIONS:
-        prey = entries["prey"][intent.PAIRED_PREY[name]]
+        if args.protocol == "paired":
+            prey = [entries["prey"][intent.PAIRED_PREY[name]]]
+        else:
+            prey = [entries["prey"][c] for c in intent.TRAIN_CONDITIONS]
         _phases.clear()
         start = time.perf_counter()
         play_tournament(
             env,
             params,
             [entries["predators"][name]],
-            [prey],
+            prey,
             jax.random.key(7),
-            num_episodes=config.eval_episodes,
-            pairing="paired",
+            num_episodes=episodes,
+            pairing=pairing,
         )
         wall = time.perf_counter() - start
         phases = {key: round(_phases[key], 2) for key in PHASES.values()}
@@ -104,7 +121,7 @@ def main() -> None:
             "wall_s": round(wall, 2),
             **phases,
             "rest_s": round(wall - sum(phases.values()), 2),
-            "games": config.num_seeds * config.eval_episodes,
+            "games": games,
         }
         print(name, rows[name], flush=True)
     args.out.write_text(json.dumps({"rows": rows}, indent=1) + "\n")
