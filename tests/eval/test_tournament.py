@@ -280,40 +280,22 @@ def test_bad_tournaments_name_the_problem(game, sides):
         play_tournament(one_team, one_team_params, side_a, side_b, key)
 
 
-def test_game_meshes_split_episodes_first_then_seed_pairs():
-    """On the test session's 3 CPU devices: as many devices as divide the axes, the
-    episodes first; cells of fewer than ``MIN_SPREAD_GAMES`` games stay on one."""
-    from mopa.eval.tournament import MIN_SPREAD_GAMES, _game_mesh
-
-    assert MIN_SPREAD_GAMES == 32
-    assert _game_mesh(1, 33).shape == {"pair": 1, "episode": 3}
-    assert _game_mesh(9, 12).shape == {"pair": 1, "episode": 3}
-    assert _game_mesh(2, 17).shape == {"pair": 2, "episode": 1}  # 17 is prime
-    assert _game_mesh(3, 11).shape == {"pair": 3, "episode": 1}
-    assert _game_mesh(2, 10) is None  # 20 games a cell
-    assert _game_mesh(1, 31) is None
-    assert _game_mesh(1, 37) is None  # 37 is prime
-
-
-@pytest.mark.parametrize(
-    ("num_episodes", "grid"),
-    # 2 seed pairs x 33 episodes: the episodes over 3 devices; x 17: the pairs over 2
-    [(33, {"pair": 1, "episode": 3}), (17, {"pair": 2, "episode": 1})],
-)
-def test_long_tournaments_spread_games_over_devices_with_the_same_numbers(
-    game, sides, num_episodes, grid
+def test_long_tournaments_spread_episodes_over_devices_with_the_same_numbers(
+    game, sides
 ):
-    """From ``MIN_SPREAD_GAMES`` games per cell the tournament runs under
-    ``shard_map`` over the test session's 3 CPU devices; the numbers are those of
-    one device."""
-    from mopa.eval.tournament import _game_mesh, _spread_games
+    """From ``MIN_SPREAD_EPISODES`` episodes per cell the episode axis is sharded
+    over the test session's 3 CPU devices; the numbers are those of one device."""
+    from mopa.eval.tournament import (
+        MIN_SPREAD_EPISODES,
+        _episode_mesh,
+        _spread_episodes,
+    )
 
     env, params = game
-    mesh = _game_mesh(NUM_SEEDS, num_episodes)
-    assert mesh.shape == grid
-    keys = jax.random.split(jax.random.key(0), NUM_SEEDS * num_episodes)
-    spread = _spread_games(keys.reshape(1, 1, NUM_SEEDS, -1), mesh)
-    assert len(spread.sharding.device_set) == mesh.size
+    num_episodes = MIN_SPREAD_EPISODES + 1  # 33 = 3 x 11
+    keys = jax.random.split(jax.random.key(0), num_episodes).reshape(1, 1, 1, -1)
+    spread = _spread_episodes(keys, _episode_mesh(num_episodes))
+    assert len(spread.sharding.device_set) == 3
     row, column = sides[0][1], sides[1][1]
     played = play_tournament(
         env, params, [row], [column], jax.random.key(8), num_episodes=num_episodes

@@ -348,8 +348,8 @@ def test_a_spread_tournament_plays_the_search_with_one_devices_numbers(
     every device would search every game): the episodes are those one device
     plays."""
     from mopa.eval.tournament import (
-        MIN_SPREAD_GAMES,
-        _game_mesh,
+        MIN_SPREAD_EPISODES,
+        _episode_mesh,
         broadcast_seeds,
         cell_keys,
         play_tournament,
@@ -357,8 +357,8 @@ def test_a_spread_tournament_plays_the_search_with_one_devices_numbers(
 
     env, env_params, predator, prey, model, weights = intent_setup
     player, player_params = searching_predator(intent_setup)
-    num_episodes = MIN_SPREAD_GAMES + 1  # 33 = 3 x 11
-    assert _game_mesh(1, num_episodes).size == 3
+    num_episodes = MIN_SPREAD_EPISODES + 1  # 33 = 3 x 11
+    assert _episode_mesh(num_episodes).size == 3
     horizon = 4
     played = play_tournament(
         env,

@@ -29,17 +29,13 @@ CPU_DEVICES = 8
 its own thread (devices beyond the seed count stay idle)."""
 
 
-def divisors(size: int, most: int) -> list[int]:
-    """The divisors of ``size`` up to ``most``, ascending: the device counts that
-    split an axis of ``size`` evenly."""
-    return [d for d in range(1, min(size, most) + 1) if not size % d]
-
-
 def dividing_devices(size: int, devices: list | None = None) -> list:
     """The most devices (of ``jax.devices()`` by default) that split an axis of
-    ``size`` evenly: the devices a run's seeds are spread over."""
+    ``size`` evenly: the devices a run's seeds, or a tournament's episodes, are
+    spread over."""
     devices = jax.devices() if devices is None else devices
-    return list(devices[: divisors(size, len(devices))[-1]])
+    count = max(d for d in range(1, min(size, len(devices)) + 1) if not size % d)
+    return list(devices[:count])
 
 
 def use_cpu_devices(count: int = CPU_DEVICES) -> bool:

@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mopa.core.devices import divisors
+from mopa.core.devices import dividing_devices
 from mopa.envs.base import Env, episode_sum_keys
 from mopa.errors import InvalidParameterError
 from mopa.eval.evaluate import EpisodeTotals, episode_horizon, play_episode
@@ -47,10 +47,12 @@ from mopa.players import Player
 PAIRINGS = ("all", "paired")
 """Seed pairings: every seed against every seed, or seed ``i`` against seed ``i``."""
 
-MIN_SPREAD_GAMES = 32
-"""Cells of fewer games than this (seed pairs x episodes) play on one device: a
-sharded program takes longer to compile, which only pays off for long
-tournaments."""
+MIN_SPREAD_EPISODES = 32
+"""Fewer episodes per cell than this play on one device: a sharded program takes
+longer to compile, which only pays off for long tournaments. (Splitting such cells
+over their seed pairs instead was tried: it saved a tenth of the main job's
+common-opponent protocol but changed float rounding, and 9 of its figures; see
+BENCHMARKS.md.)"""
 
 
 class TournamentEntry(NamedTuple):
@@ -312,49 +314,35 @@ def _group(entries: Sequence[TournamentEntry]) -> tuple[_Group, ...]:
     )
 
 
-def _game_mesh(num_pairs: int, num_episodes: int) -> Any:
-    """The mesh a tournament's games are split over: a ``("pair", "episode")`` grid
-    of devices whose sides divide the seed pairs and the episodes, with as many
-    devices as fit (several CPU devices run games on separate threads; see
-    :mod:`mopa.core.devices`), the episodes split first on a tie, when a cell plays
-    at least ``MIN_SPREAD_GAMES`` games; ``None`` (one device) otherwise. A
-    tournament of few episodes but many seed pairs is split over its pairs."""
+def _episode_mesh(num_episodes: int) -> Any:
+    """The mesh the episode axis is split over: as many devices as divide
+    ``num_episodes`` (several CPU devices run episodes on separate threads; see
+    :mod:`mopa.core.devices`), when ``num_episodes >= MIN_SPREAD_EPISODES``;
+    ``None`` (one device) otherwise."""
     from jax.sharding import Mesh
 
-    devices = jax.devices()
-    if len(devices) == 1 or num_pairs * num_episodes < MIN_SPREAD_GAMES:
+    devices = dividing_devices(num_episodes)
+    if len(devices) == 1 or num_episodes < MIN_SPREAD_EPISODES:
         return None
-    pairs, episodes = max(
-        (
-            (p, e)
-            for p in divisors(num_pairs, len(devices))
-            for e in divisors(num_episodes, len(devices) // p)
-        ),
-        key=lambda grid: (grid[0] * grid[1], grid[1]),
-    )
-    if pairs * episodes == 1:
-        return None
-    grid = np.array(devices[: pairs * episodes]).reshape(pairs, episodes)
-    return Mesh(grid, ("pair", "episode"))
+    return Mesh(np.array(devices), ("episode",))
 
 
-def _spread_games(keys: jax.Array, mesh: Any) -> jax.Array:
-    """``keys [R, C, P, N]`` placed with the pair and episode axes sharded over
-    ``mesh`` (:func:`_game_mesh`; ``None`` leaves them on one device). Placement
-    only: the numbers do not change."""
+def _spread_episodes(keys: jax.Array, mesh: Any) -> jax.Array:
+    """``keys [R, C, P, N]`` placed with the episode axis sharded over ``mesh``
+    (:func:`_episode_mesh`; ``None`` leaves them on one device). Placement only: the
+    numbers do not change."""
     from jax.sharding import NamedSharding, PartitionSpec
 
     if mesh is None:
         return keys
     return jax.device_put(
-        keys, NamedSharding(mesh, PartitionSpec(None, None, "pair", "episode"))
+        keys, NamedSharding(mesh, PartitionSpec(None, None, None, "episode"))
     )
 
 
 def _take(stacked: Any, entries: np.ndarray, seeds: jax.Array) -> Any:
-    """The params of entry ``entries[i]``, seed ``seeds[i]`` from a group's
-    ``[G, S, ...]`` stack, for every index ``i`` of the two index arrays broadcast
-    together."""
+    """``[M, ...]`` params of entry ``entries[m]``, seed ``seeds[m]`` from a
+    group's ``[G, S, ...]`` stack."""
     return jax.tree.map(lambda x: x[entries, seeds], stacked)
 
 
@@ -372,30 +360,20 @@ def _play_cell(env, params, players, params_a, params_b, keys, *, horizon):
     )(keys)
 
 
-def _over_games(block: Any, mesh: Any) -> Any:
-    """``block(cell_a [K, P, ...], cell_b [K, P, ...], keys [K, P, N])``, run on
-    each device's share of the pair and episode axes when ``mesh`` is given."""
+def _over_episodes(block: Any, mesh: Any) -> Any:
+    """``block(cell_a [M, ...], cell_b [M, ...], keys [M, N])``, run on each
+    device's share of the episode axis when ``mesh`` is given."""
     if mesh is None:
         return block
     from jax.sharding import PartitionSpec
 
-    games = PartitionSpec(None, "pair", "episode")
     return jax.shard_map(
         block,
         mesh=mesh,
-        in_specs=(PartitionSpec(None, "pair"), PartitionSpec(None, "pair"), games),
-        out_specs=games,
+        in_specs=(PartitionSpec(), PartitionSpec(), PartitionSpec(None, "episode")),
+        out_specs=PartitionSpec(None, "episode"),
         check_vma=False,
     )
-
-
-def _play_block(play, cell_a, cell_b, keys):
-    """``play(cell_a [M, ...], cell_b [M, ...], keys [M, N])`` on ``[K, P, ...]``
-    inputs, the (cell, pair) axes flattened into one ``vmap``-ed axis."""
-    cells, pairs, episodes = keys.shape
-    flat = functools.partial(jax.tree.map, lambda x: x.reshape(-1, *x.shape[2:]))
-    played = jax.vmap(play)(flat(cell_a), flat(cell_b), flat(keys))
-    return _unflatten(played, (cells, pairs))
 
 
 @functools.partial(
@@ -431,9 +409,8 @@ def _play_groups(
             and their stacked params ``[G, S_A, ...]`` (the same for columns).
         pairs: ``[P, 2]`` seed indices.
         keys: ``[R, C, P, N]`` episode keys.
-        mesh: when given (:func:`_game_mesh`), every block runs under
-            ``shard_map`` with the pair and episode axes split over the mesh, so
-            each device plays its own games only,
+        mesh: when given, every block runs under ``shard_map`` with the episode
+            axis split over the mesh, so each device plays its own episodes only,
             whatever the players compute inside (a tree search that maps over its
             games one after another is not partitioned by sharding annotations
             alone, and every device would play every game).
@@ -447,19 +424,19 @@ def _play_groups(
         for player_b, columns_g, group_b in zip(
             players_b, columns, params_b, strict=True
         ):
-            # Flatten (row entry, column entry, seed pair) into one axis: one vmap
-            # over it compiles far faster than three nested ones.
-            shape = (len(rows_g), len(columns_g))
-            row, column = (x.ravel()[:, None] for x in np.indices(shape))
-            cell_a = _take(group_a, row, pairs[None, :, 0])  # [K, P, ...]
-            cell_b = _take(group_b, column, pairs[None, :, 1])
+            # Flatten (row entry, column entry, seed pair) into one axis of M
+            # cells: one vmap over it compiles far faster than three nested ones.
+            shape = (len(rows_g), len(columns_g), num_pairs)
+            row, column, pair = (x.ravel() for x in np.indices(shape))
+            cell_a = _take(group_a, row, pairs[pair, 0])  # [M, ...]
+            cell_b = _take(group_b, column, pairs[pair, 1])
             index = np.ix_(rows_g, columns_g)
             play = functools.partial(
                 _play_cell, env, params, (player_a, player_b), horizon=horizon
             )
-            block = _over_games(functools.partial(_play_block, play), mesh)(
-                cell_a, cell_b, keys[index].reshape(-1, num_pairs, num_episodes)
-            )  # [K, P, N, ...]
+            block = _over_episodes(jax.vmap(play), mesh)(
+                cell_a, cell_b, keys[index].reshape(-1, num_episodes)
+            )  # [M, N, ...]
             indices.append(index)
             blocks.append(_unflatten(block, shape))
 
@@ -537,8 +514,8 @@ def play_tournament(
         ]
     )  # [R, C, P, N]
     groups_a, groups_b = _group(side_a), _group(side_b)
-    mesh = _game_mesh(len(pairs), num_episodes)
-    keys = _spread_games(keys, mesh)
+    mesh = _episode_mesh(num_episodes)
+    keys = _spread_episodes(keys, mesh)
     totals = _play_groups(
         env,
         params,
