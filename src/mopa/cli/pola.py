@@ -8,6 +8,8 @@ import argparse
 import dataclasses
 import json
 import os
+import signal
+import threading
 import time
 from pathlib import Path
 
@@ -53,7 +55,8 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     sampled.add_argument(
         "--save_dir",
         type=Path,
-        help="folder for checkpoints, metrics.json, config.json and meta.json",
+        help="folder for checkpoints, metrics.json, config.json and meta.json "
+        "(Ctrl-C stops after the update in progress and saves the updates done)",
     )
     sampled.set_defaults(run=run_sampled)
 
@@ -153,7 +156,7 @@ def run_sampled(args: argparse.Namespace) -> int:
 
     from mopa.algos.pola.sampled import Learner, jitted_update
     from mopa.core.checks import check_count, check_seed
-    from mopa.core.files import check_output_folder, write_json
+    from mopa.core.files import check_output_folder
     from mopa.core.runinfo import run_metadata
 
     check_count("--print_every", args.print_every)
@@ -169,36 +172,80 @@ def run_sampled(args: argparse.Namespace) -> int:
     agents = learner.init(key_init)
     history = []
     start = time.perf_counter()
-    for u in range(config.n_update):
-        agents, metrics = jitted_update(learner, agents, jax.random.fold_in(key_run, u))
-        m = jax.tree.map(lambda x: np.asarray(x).tolist(), metrics._asdict())
-        history.append(m)
-        if (u + 1) % args.print_every == 0 or u + 1 == config.n_update:
-            line = (
-                f"update {u + 1}/{config.n_update} "
-                f"{time.perf_counter() - start:.0f}s: vs each other "
-                f"{np.mean(m['vs_each_other']):.3f}, vs ALLD "
-                f"{np.mean(m['vs_alld']):.3f}, vs ALLC {np.mean(m['vs_allc']):.3f}, "
-                f"vs TFT {np.mean(m['vs_tft']):.3f}"
+    with _StopRequest() as stop:
+        for u in range(config.n_update):
+            if stop.requested:
+                break
+            agents, metrics = jitted_update(
+                learner, agents, jax.random.fold_in(key_run, u)
             )
-            if config.env == "coin":
-                line += f", own coin {m['own_coin']:.3f}"
-            if config.opp_model:
-                line += f", model accuracy {np.mean(m['model_accuracy']):.3f}"
-            print(line, flush=True)
-        if (
-            args.save_dir
-            and args.checkpoint_every
-            and (u + 1) % args.checkpoint_every == 0
-        ):
-            _save_checkpoint(args.save_dir / f"checkpoint_{u + 1}.msgpack", agents)
+            m = jax.tree.map(lambda x: np.asarray(x).tolist(), metrics._asdict())
+            history.append(m)
+            if (u + 1) % args.print_every == 0 or u + 1 == config.n_update:
+                print(_progress_line(config, u, time.perf_counter() - start, m))
+            if (
+                args.save_dir
+                and args.checkpoint_every
+                and (u + 1) % args.checkpoint_every == 0
+            ):
+                _save_checkpoint(args.save_dir / f"checkpoint_{u + 1}.msgpack", agents)
+    done = len(history)
+    if done < config.n_update:  # interrupted: keep the updates done
+        print(f"interrupted after {done} of {config.n_update} updates", flush=True)
+        meta["interrupted_after_updates"] = done
     if args.save_dir:
-        _save_checkpoint(args.save_dir / "final.msgpack", agents)
-        write_json(args.save_dir / "metrics.json", history)
-        write_json(args.save_dir / "config.json", described)
-        write_json(args.save_dir / "meta.json", meta)
-        print(f"wrote {args.save_dir}")
-    return 0
+        name = "final" if done == config.n_update else f"interrupted_{done}"
+        _save_run(args.save_dir, name, agents, history, described, meta)
+    return 0 if done == config.n_update else 130
+
+
+class _StopRequest:
+    """Within the block, Ctrl-C (SIGINT) asks the training loop to stop after the
+    update in progress, so the updates done are saved; a second one stops at once.
+    Outside the main thread, where Python cannot catch signals, nothing changes."""
+
+    def __enter__(self) -> _StopRequest:
+        self.requested = False
+        self._previous = None
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._request)
+        return self
+
+    def _request(self, signum, frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __exit__(self, *exc) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
+def _progress_line(config, u: int, seconds: float, m: dict) -> str:
+    """One progress line: the update, the time so far and the evaluations."""
+    import numpy as np
+
+    line = (
+        f"update {u + 1}/{config.n_update} {seconds:.0f}s: vs each other "
+        f"{np.mean(m['vs_each_other']):.3f}, vs ALLD {np.mean(m['vs_alld']):.3f}, "
+        f"vs ALLC {np.mean(m['vs_allc']):.3f}, vs TFT {np.mean(m['vs_tft']):.3f}"
+    )
+    if config.env == "coin":
+        line += f", own coin {m['own_coin']:.3f}"
+    if config.opp_model:
+        line += f", model accuracy {np.mean(m['model_accuracy']):.3f}"
+    return line
+
+
+def _save_run(folder: Path, name: str, agents, history, described, meta) -> None:
+    """The agents as ``NAME.msgpack``, beside the metrics, config and metadata."""
+    from mopa.core.files import write_json
+
+    _save_checkpoint(folder / f"{name}.msgpack", agents)
+    write_json(folder / "metrics.json", history)
+    write_json(folder / "config.json", described)
+    write_json(folder / "meta.json", meta)
+    print(f"wrote {folder}", flush=True)
 
 
 def exact_config(args: argparse.Namespace):

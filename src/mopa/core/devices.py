@@ -14,15 +14,19 @@ from __future__ import annotations
 import os
 
 import jax
+import jaxlib
+
+_JAXLIB = tuple(int(part) for part in jaxlib.__version__.split(".")[:2])
 
 QUICK_COMPILE_FLAGS = (
     "--xla_backend_optimization_level=0",
-    "--xla_cpu_use_fusion_emitters=false",
+    *(("--xla_cpu_use_fusion_emitters=false",) if _JAXLIB < (0, 11) else ()),
 )
 """XLA's quickest CPU compilation: no backend optimisation passes and the older loop
 emitters. Small programs compile about three times faster and run somewhat slower
 (the same numbers up to float rounding): the right trade when compilation is most
-of the time, as in a quick profile or a test."""
+of the time, as in a quick profile or a test. jaxlib 0.11's XLA has no older
+emitters and aborts on their flag, so there only the first flag is set."""
 
 CPU_DEVICES = 8
 """CPU devices requested: more than the seeds of any preset, so every seed gets
