@@ -217,24 +217,25 @@ def test_cli_ctrl_c_saves_the_updates_done(tmp_path, capsys, monkeypatch):
     def update_then_interrupt(*args):
         out = real_update(*args)
         calls.append(1)
-        if len(calls) == 2:
-            signal.raise_signal(signal.SIGINT)  # as Ctrl-C during update 2
+        if len(calls) == 1:
+            signal.raise_signal(signal.SIGINT)  # as Ctrl-C during update 1
         return out
 
     monkeypatch.setattr(sampled, "jitted_update", update_then_interrupt)
-    argv = ["pola", "--n_update", "5", "--outer_steps", "1", "--inner_steps", "1",
+    argv = ["pola", "--n_update", "2", "--outer_steps", "1", "--inner_steps", "1",
             "--batch_size", "4", "--rollout_len", "3", "--hidden_size", "2",
             "--save_dir", str(tmp_path / "run")]  # fmt: skip
+    # The same learner as the test above, so the same compiled update.
     handler = signal.getsignal(signal.SIGINT)
     assert main(argv) == 130
-    assert len(calls) == 2  # update 2 finished, update 3 never started
-    assert "interrupted after 2 of 5 updates" in capsys.readouterr().out
+    assert len(calls) == 1  # update 1 finished, update 2 never started
+    assert "interrupted after 1 of 2 updates" in capsys.readouterr().out
     out = tmp_path / "run"
     assert sorted(p.name for p in out.iterdir()) == [
-        "config.json", "interrupted_2.msgpack", "meta.json", "metrics.json"
+        "config.json", "interrupted_1.msgpack", "meta.json", "metrics.json"
     ]  # fmt: skip
-    assert len(json.loads((out / "metrics.json").read_text())) == 2
-    assert json.loads((out / "meta.json").read_text())["interrupted_after_updates"] == 2
+    assert len(json.loads((out / "metrics.json").read_text())) == 1
+    assert json.loads((out / "meta.json").read_text())["interrupted_after_updates"] == 1
     assert signal.getsignal(signal.SIGINT) is handler  # restored
 
 
