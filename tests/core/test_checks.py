@@ -194,6 +194,11 @@ def test_each_interval_helper_keeps_its_ends_and_names_them(
         with pytest.raises(InvalidParameterError) as error:
             helper("x", value)
         assert str(error.value) == f"x must be in {interval}, got {value}"
+    for value in ("0.5", True, None, [0.5], np.ones(2)):
+        with pytest.raises(InvalidParameterError, match="^x must be a number, got "):
+            helper("x", value)
+    helper("x", np.float32(0.5))  # a scalar of any numeric type is a number
+    helper("x", jnp.asarray(0.5))
 
 
 def test_every_range_check_of_a_config_names_the_same_interval_the_same_way():

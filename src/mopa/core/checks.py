@@ -276,8 +276,14 @@ def check_interval(
     """Raise unless ``value`` lies between ``low`` and ``high`` (each bound included
     unless ``open_low`` / ``open_high``); NaN never does. The message writes the
     interval as ``[low, high]``, ``(low, high]``, ... The one range check: the
-    helpers below name its common intervals."""
-    number = float(value)
+    helpers below name its common intervals. A value that is not a real number
+    (text, a flag, ``None``, a vector) is refused as such."""
+    try:
+        if isinstance(value, str | bytes | bool):
+            raise TypeError
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"{name} must be a number, got {value!r}") from None
     above = low < number if open_low else low <= number
     below = number < high if open_high else number <= high
     if not (above and below):
