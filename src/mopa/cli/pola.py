@@ -182,7 +182,8 @@ def run_sampled(args: argparse.Namespace) -> int:
             m = jax.tree.map(lambda x: np.asarray(x).tolist(), metrics._asdict())
             history.append(m)
             if (u + 1) % args.print_every == 0 or u + 1 == config.n_update:
-                print(_progress_line(config, u, time.perf_counter() - start, m))
+                line = _progress_line(config, u, time.perf_counter() - start, m)
+                print(line, flush=True)
             if (
                 args.save_dir
                 and args.checkpoint_every
