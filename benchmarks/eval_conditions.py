@@ -92,25 +92,27 @@ def main() -> None:
     entries = intent.build_entries(config, teams, encoders, world_models)
     env, params = intent.intent_game()
     jax.monitoring.register_event_duration_secs_listener(_on_duration)
-    if args.protocol == "paired":
+    if args.protocol == "paired":  # each row against its own prey, seed i vs i
         episodes, pairing = config.eval_episodes, "paired"
         games = config.num_seeds * episodes
-    else:
+        prey_of = {
+            name: [entries["prey"][intent.PAIRED_PREY[name]]]
+            for name in intent.CONDITIONS
+        }
+    else:  # every row against the pool of prey, every seed against every seed
         episodes, pairing = intent.common_episodes(config, config.num_seeds), "all"
         games = len(intent.TRAIN_CONDITIONS) * config.num_seeds**2 * episodes
+        pool = [entries["prey"][c] for c in intent.TRAIN_CONDITIONS]
+        prey_of = dict.fromkeys(intent.CONDITIONS, pool)
     rows = {}
     for name in intent.CONDITIONS:
-        if args.protocol == "paired":
-            prey = [entries["prey"][intent.PAIRED_PREY[name]]]
-        else:
-            prey = [entries["prey"][c] for c in intent.TRAIN_CONDITIONS]
         _phases.clear()
         start = time.perf_counter()
         play_tournament(
             env,
             params,
             [entries["predators"][name]],
-            prey,
+            prey_of[name],
             jax.random.key(7),
             num_episodes=episodes,
             pairing=pairing,
