@@ -11,6 +11,10 @@ with eight and an XLA flag added, gets three keys), so the test suite's programs
 (three devices) and the command's (eight) are kept apart. The ``mopa`` command
 calls :func:`use_compile_cache` before any JAX work, and so does the test suite.
 
+Beside the compiled programs, the folder's ``programs`` subfolder keeps traced ones
+(:mod:`mopa.core.program_store`), on and off with the cache, so a later process
+skips tracing as well as compiling them.
+
 On by default, in ``$XDG_CACHE_HOME/mopa/jax`` (``~/.cache/mopa/jax``);
 ``MOPA_COMPILE_CACHE_DIR`` moves it, ``MOPA_COMPILE_CACHE=0`` (or ``mopa
 --no-compile-cache``) turns it off. Deleting the folder is always safe.
@@ -44,6 +48,7 @@ from jax._src import compilation_cache
 from jax._src.compilation_cache_interface import CacheInterface
 
 from mopa.core.files import atomic_write
+from mopa.core.program_store import use_program_store
 
 COMPILE_CACHE_ENV = "MOPA_COMPILE_CACHE"
 """Set to ``0`` (or ``false``, ``no``, ``off``) to turn the cache off."""
@@ -56,6 +61,10 @@ MIN_COMPILE_SECONDS = 0.0
 run's programs are small, and loading one is still faster than compiling it (in the
 quick Exp 6 run, 2 ms against 12 ms on average for the 450 that compile in under
 20 ms)."""
+
+PROGRAMS_FOLDER = "programs"
+"""The cache folder's subfolder of traced programs (:mod:`mopa.core.program_store`),
+on and off with the cache."""
 
 _OFF = ("0", "false", "no", "off")
 
@@ -82,6 +91,7 @@ def use_compile_cache(enabled: bool = True) -> Path | None:
     off = os.environ.get(COMPILE_CACHE_ENV, "").strip().lower() in _OFF
     if not enabled or off:
         jax.config.update("jax_enable_compilation_cache", False)
+        use_program_store(None)
         return None
     folder = compile_cache_dir()
     if COMPILE_CACHE_DIR_ENV not in os.environ and jax.config.jax_compilation_cache_dir:
@@ -91,6 +101,7 @@ def use_compile_cache(enabled: bool = True) -> Path | None:
     jax.config.update("jax_compilation_cache_max_size", -1)  # no eviction: see above
     jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
     _install_whole_file_store(folder)
+    use_program_store(folder / PROGRAMS_FOLDER)
     return folder
 
 

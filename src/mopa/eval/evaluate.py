@@ -36,6 +36,12 @@ class EpisodeTotals(NamedTuple):
     (such as ``captures``), summed over the episode."""
 
 
+# A stored program's output tree names its NamedTuples (mopa.core.program_store).
+jax.export.register_namedtuple_serialization(
+    EpisodeTotals, serialized_name="mopa.eval.evaluate.EpisodeTotals"
+)
+
+
 def episode_horizon(params: Any, horizon: int | None = None) -> int:
     """Steps per episode: ``horizon``, or else the game's ``params.max_steps``.
 

@@ -15,7 +15,10 @@ of a row group and a column group, :func:`~mopa.eval.evaluate.play_episode` is
 whose parameters are gathered from the stacks, and over episodes; the block is
 written into the full ``[R, C, P, N]`` arrays. Python loops only over the groups,
 at trace time. (Three nested ``vmap``-s instead of the flat axis give the same
-numbers but took about 2.4 times as long to compile on CPU.)
+numbers but took about 2.4 times as long to compile on CPU.) That ``jit`` is
+:func:`~mopa.core.program_store.stored_jit`: when the players are mopa's own, a
+later process runs the traced program from the cache folder instead of tracing
+the players' searches and rollouts again (the same numbers either way).
 
 Keys: by default cell ``(row, column)`` draws its episode keys from
 ``key`` folded with a hash of the row name and then of the column name, so cells
@@ -38,6 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mopa.core.devices import dividing_devices
+from mopa.core.program_store import stored_jit
 from mopa.envs.base import Env, episode_sum_keys
 from mopa.errors import InvalidParameterError
 from mopa.eval.evaluate import EpisodeTotals, episode_horizon, play_episode
@@ -377,7 +381,7 @@ def _over_episodes(block: Any, mesh: Any) -> Any:
 
 
 @functools.partial(
-    jax.jit,
+    stored_jit,
     static_argnames=(
         "env",
         "players_a",
