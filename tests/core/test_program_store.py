@@ -182,6 +182,11 @@ def test_fingerprints_follow_every_field_and_refuse_unknown_objects():
     assert fingerprint(a) == fingerprint(jax.numpy.asarray(a))
     assert fingerprint(a) != fingerprint(a + 1e-7)
     assert fingerprint(a) != fingerprint(a.astype(np.float64))
+    key = jax.random.key(1)
+    assert fingerprint(key) == fingerprint(jax.random.key(1))
+    assert fingerprint(key) != fingerprint(jax.random.key(2))
+    assert fingerprint(key) != fingerprint(jax.random.key_data(key))
+    assert fingerprint(np.float32(1.0)) != fingerprint(1.0)
     local_function = _Local.__init__  # defined in a test module, not in mopa
     for unknown in (_Local(3), lambda x: x, object(), local_function):
         with pytest.raises(UnknownValueError):

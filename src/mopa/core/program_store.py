@@ -95,20 +95,23 @@ def fingerprint(value: Any) -> str:
     Raises:
         UnknownValueError: ``value`` holds anything else.
     """
-    if value is None or isinstance(value, (bool, int, str, bytes)):
-        return f"{type(value).__name__}:{value!r}"
-    if isinstance(value, float):
-        return f"float:{value.hex()}"
     if isinstance(value, enum.Enum):
         return f"enum:{_name(type(value))}.{value.name}"
+    if value is None or type(value) in (bool, int, str, bytes):
+        return f"{type(value).__name__}:{value!r}"
+    if type(value) is float:
+        return f"float:{value.hex()}"
     if isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)):
         return f"name:{_name(value)}"
     if isinstance(value, jax.core.Tracer):
         raise UnknownValueError("a traced value")
     if isinstance(value, (np.ndarray, np.generic, jax.Array)):
+        kind = str(value.dtype)
+        if jax.dtypes.issubdtype(value.dtype, jax.dtypes.extended):  # PRNG keys
+            value = jax.random.key_data(value)
         array = np.asarray(value)
         digest = hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
-        return f"array:{array.dtype}{array.shape}:{digest}"
+        return f"array:{kind}:{array.dtype}{array.shape}:{digest}"
     if isinstance(value, np.dtype):
         return f"dtype:{value}"
     if isinstance(value, jax.sharding.Mesh):
