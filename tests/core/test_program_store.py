@@ -10,7 +10,9 @@ import sys
 
 import jax
 import numpy as np
+import optax
 import pytest
+from flax import struct
 
 from mopa.core import program_store
 from mopa.core.compile_cache import COMPILE_CACHE_DIR_ENV, COMPILE_CACHE_ENV
@@ -153,6 +155,21 @@ def test_off_and_unknown_code_run_plain_and_store_nothing(store):
     use_program_store(None)
     softmax(x)
     assert _files(store) == []
+
+
+@struct.dataclass
+class _LocalParams:
+    x: jax.Array
+
+
+def test_arguments_whose_tree_holds_unknown_nodes_run_plain(store):
+    global_norm = stored_jit(optax.global_norm)  # takes any tree
+    x = np.arange(3, dtype=np.float32)
+    expected = optax.global_norm(x)
+    np.testing.assert_allclose(global_norm(_LocalParams(x)), expected)
+    assert _files(store) == []  # a node type outside mopa: its flattening unknown
+    np.testing.assert_allclose(global_norm({"x": x}), expected)
+    assert len(_files(store)) == 1
 
 
 def test_stored_jit_refuses_parameters_it_cannot_name():

@@ -18,7 +18,8 @@ same, so a stale program is never run. Its key is a hash of:
   (:func:`fingerprint`); a static argument that cannot be walked (an object of a
   class outside mopa and the libraries below, a closure, a lambda) turns storage
   off for that call, which then runs as plain :func:`jax.jit`;
-- every dynamic argument's tree structure, shape, dtype, weak type and sharding;
+- every dynamic argument's tree structure (each node's type and static data,
+  walked the same way), shape, dtype, weak type and sharding;
 - the source of every mopa module, the versions of Python, JAX, jaxlib, Flax,
   Optax, chex, mctx and NumPy, the backend and its devices, and every global JAX
   setting (``jax.config.values``; a setting changed only inside a thread-local
@@ -187,6 +188,23 @@ def _context() -> str:
     return f"{jax.default_backend()}:{devices}:{settings}"
 
 
+def _structure(tree: Any) -> str:
+    """A tree structure's nodes, each by its type and its auxiliary data (for a
+    Flax struct, its static fields), walked like a static argument.
+
+    Raises:
+        UnknownValueError: a node of an unknown type or with unknown data.
+    """
+    data = tree.node_data()
+    if data is None:
+        return "*"
+    node_type, aux = data
+    builtin = node_type.__module__ == "builtins"
+    name = node_type.__name__ if builtin else _name(node_type)
+    children = ",".join(map(_structure, tree.children()))
+    return f"{name}<{fingerprint(aux)}>({children})"
+
+
 def _argument_kinds(leaves: Sequence[Any]) -> str:
     kinds = []
     for leaf in leaves:
@@ -248,6 +266,7 @@ def stored_jit(
             return plain(*args, **kwargs)
         try:
             statics = fingerprint(static)
+            structure = _structure(tree)
         except UnknownValueError:
             return plain(*args, **kwargs)
         key = hashlib.sha256(
@@ -255,7 +274,7 @@ def stored_jit(
                 (
                     function_name,
                     statics,
-                    str(tree),
+                    structure,
                     _argument_kinds(leaves),
                     _installation(),
                     _context(),
