@@ -25,6 +25,10 @@ same, so a stale program is never run. Its key is a hash of:
   setting (``jax.config.values``; a setting changed only inside a thread-local
   context manager is not seen).
 
+The source is hashed as the files hold it: a mopa function replaced while a
+process runs (monkeypatched) is not seen by the key, so such a process should turn
+storage off (:func:`use_program_store` with ``None``).
+
 A process calls a stored program the same way whether it just stored it or loaded
 it (the deserialized program, under :func:`jax.jit`), so the first and the later
 runs compile the same module and compute the same numbers, and the compilation
