@@ -30,7 +30,6 @@ from mopa.policy import PolicySpec
 TOURNAMENT = """
 import json
 import jax
-from mopa.core import program_store
 from mopa.core.compile_cache import use_compile_cache
 from mopa.core.program_store import program_store_folder
 from mopa.envs import make

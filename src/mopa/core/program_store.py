@@ -47,9 +47,7 @@ import dataclasses
 import enum
 import functools
 import hashlib
-import importlib.metadata
 import inspect
-import sys
 import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -59,6 +57,7 @@ import jax
 import numpy as np
 
 from mopa.core.files import atomic_write
+from mopa.core.runinfo import package_versions
 
 _MAGIC = b"mopa-program 1\n"
 """Each stored file: this line, the SHA-256 (hex) of the payload and a newline, then
@@ -171,13 +170,8 @@ def _name(thing: Any) -> str:
 @functools.cache
 def _installation() -> str:
     """mopa's source and the versions of what it traces through, as one hash."""
-    digest = hashlib.sha256(sys.version.encode())
-    for package in _KNOWN_PACKAGES[1:]:
-        try:
-            version = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            version = "-"
-        digest.update(f"{package}={version};".encode())
+    versions = package_versions(_KNOWN_PACKAGES[1:])
+    digest = hashlib.sha256(repr(sorted(versions.items())).encode())
     root = Path(__file__).resolve().parents[1]  # the mopa package
     for path in sorted(root.rglob("*.py")):
         digest.update(str(path.relative_to(root)).encode() + b"\0")
