@@ -2,6 +2,7 @@
 rollout scores against a plain-loop reference, a certain capture found by hand,
 batch independence, the two modes agreeing, the intent model, config errors."""
 
+import dataclasses
 import functools
 
 import jax
@@ -9,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from mopa.bench.compute import program_flops
 from mopa.envs import make
 from mopa.envs.pursuit import PREDATOR, PREY
 from mopa.errors import InvalidParameterError
@@ -355,6 +357,60 @@ def test_batch_elements_are_independent(tag, sampled_planners):
     assert not np.array_equal(changed.scores[0], batch.scores[0])
     np.testing.assert_array_equal(changed.scores[1:], batch.scores[1:])
     np.testing.assert_array_equal(changed.actions[1:], batch.actions[1:])
+
+
+def test_the_root_step_runs_no_own_network_and_one_opponent_move_per_rollout(tag):
+    """The root step plays the candidate (no own network) and draws the opponents'
+    move once, not once per candidate. At ``H = 3`` without a leaf the last step's
+    moves reach no return (``tag`` scores a step before its move), so both
+    networks are needed only at the middle step: widening either adds ``C K``
+    forward passes' FLOPs (``C`` = 125 joint candidates, ``K`` rollouts), where
+    running them at the root too would add ``2 C K``."""
+    env, env_params, _, _, _, obs, states = tag
+    state = jax.tree.map(lambda x: x[0], states)
+    C, K = 125, 3
+
+    def flops(hidden_own, hidden_prey):
+        own = dataclasses.replace(q_spec(3, 16), hidden=hidden_own)
+        prey = dataclasses.replace(q_spec(1, 14), hidden=hidden_prey)
+        player = LookaheadPlayer(
+            env,
+            PREDATOR,
+            LookaheadConfig(num_rollouts=K, horizon=3, mode="joint", leaf_weight=0),
+            PolicyOpponentModel(prey, PREY),
+            own,
+        )
+        params = LookaheadParams(
+            env_params,
+            init_params(own, jax.random.key(1)),
+            init_params(prey, jax.random.key(2)),
+        )
+        plan = program_flops(
+            player.plan,
+            params,
+            jax.random.key(0),
+            state,
+            obs[PREDATOR][0],
+            *first_step(),
+        )
+        forwards = [
+            program_flops(functools.partial(q_values, spec), weights, x)
+            for spec, weights, x in (
+                (own, params.own_params, obs[PREDATOR][0]),
+                (prey, params.opponent_params, obs[PREY][0]),
+            )
+        ]
+        return plan, forwards
+
+    base, (own_small, prey_small) = flops((16,), (16,))
+    wide_own, (own_big, _) = flops((256,), (16,))
+    wide_prey, (_, prey_big) = flops((16,), (256,))
+    np.testing.assert_allclose(
+        wide_own - base, C * K * (own_big - own_small), rtol=0.05
+    )
+    np.testing.assert_allclose(
+        wide_prey - base, C * K * (prey_big - prey_small), rtol=0.05
+    )
 
 
 def test_modes_agree_with_one_planning_agent():

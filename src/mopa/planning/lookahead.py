@@ -435,40 +435,45 @@ class LookaheadPlayer:
             reward = self._team_reward(state, rewards, info)
             return state, obs, reward, terminated | truncated
 
-        def step(rollout, inputs):
-            state, obs, carry, alive, total = rollout
-            t, key_step, discount = inputs
-            no_reset = jnp.zeros((self.num_agents,), bool)
-            logits = None
+        def policy(obs, carry):
+            """The own greedy actions, the next carry and, when the opponent model
+            is the own network's head, the opponents' logits (else ``None``)."""
             if own_head:
                 x = agent_inputs(self.own_spec, obs[self.team])
                 values, head = self.own_spec.module().apply(params.own_params, x)
                 logits = model.head_logits(head)
-                next_carry = carry
             else:
-                values, next_carry = self._own_values(
+                no_reset = jnp.zeros((self.num_agents,), bool)
+                values, carry = self._own_values(
                     params.own_params, obs[self.team], carry, no_reset
                 )
-            # The root step plays the candidate; the carry already holds the root
-            # observation, so it advances from the second step on.
-            root = t == 0
-            own_actions = jnp.where(
-                root, root_actions, jnp.argmax(values, -1).astype(jnp.int32)
-            )
-            carry = jnp.where(root, carry, next_carry)
+                logits = None
+            return jnp.argmax(values, -1).astype(jnp.int32), carry, logits
+
+        def step(rollout, inputs):
+            state, obs, carry, alive, total = rollout
+            key_step, discount = inputs
+            own_actions, carry_next, logits = policy(obs, carry)
             state, obs, reward, done = simulate(
                 state, obs, own_actions, key_step, logits
             )
             total = total + jnp.where(alive, discount * reward, 0.0)
-            return (state, obs, carry, alive & ~done, total), None
+            return (state, obs, carry_next, alive & ~done, total), None
 
-        # One scan over all H steps (the root included) keeps a single copy of the
-        # simulator step in the compiled program.
-        steps = jnp.arange(config.horizon)
-        discounts = config.gamma ** steps.astype(jnp.float32)
-        rollout = (state, root_obs, carry, jnp.ones((), bool), jnp.zeros(()))
+        # The root step plays the candidate and is taken outside the scan: nothing
+        # in it depends on the own policy, and the opponents' move there depends
+        # only on the root state and the rollout's key, so with common random
+        # numbers it is computed once per rollout for every candidate. The carry
+        # already holds the root observation; it advances from the second step on.
+        discounts = config.gamma ** jnp.arange(config.horizon).astype(jnp.float32)
+        state, obs, reward, done = simulate(
+            state, root_obs, root_actions, step_keys[0], policy(root_obs, carry)[2]
+        )
+        total = discounts[0] * reward
+        # One scan over the other steps keeps one copy of their step.
+        rollout = (state, obs, carry, ~done, total)
         (state, obs, carry, alive, total), _ = jax.lax.scan(
-            step, rollout, (steps, step_keys, discounts)
+            step, rollout, (step_keys[1:], discounts[1:])
         )
         if config.leaf_weight == 0:
             return total

@@ -503,9 +503,7 @@ class MCTSPlayer:
         no_reset = jnp.zeros((self.num_agents,), bool)
         own_params = search.params.own_params
 
-        def step(rollout, inputs):
-            state, obs, carry, values, alive, total = rollout
-            key_step, discount = inputs
+        def simulate(state, obs, values, alive, total, key_step, discount):
             key_opponent, key_env = jax.random.split(key_step)
             log_probs = self._opponent_log_probs(search, latent, obs)
             opponents = jax.random.categorical(key_opponent, log_probs)
@@ -514,19 +512,34 @@ class MCTSPlayer:
                 search, state, own_actions, opponents.astype(jnp.int32), key_env
             )
             total = total + jnp.where(alive, discount * reward, 0.0)
+            return state, obs, alive & ~done, total
+
+        def step(rollout, inputs):
+            state, obs, carry, values, alive, total = rollout
+            state, obs, alive, total = simulate(
+                state, obs, values, alive, total, *inputs
+            )
             values, carry = scorer._own_values(
                 own_params, obs[self.team], carry, no_reset
             )
-            return (state, obs, carry, values, alive & ~done, total), None
+            return (state, obs, carry, values, alive, total), None
 
         L = config.leaf_horizon
         alive, total = jnp.ones((), bool), jnp.zeros(())
         if L > 0:
+            # The last step is taken outside the scan: its greedy values would
+            # choose no action, so only the carry is advanced there (which a
+            # feed-forward policy passes through, leaving no work).
             discounts = config.gamma ** jnp.arange(L, dtype=jnp.float32)
+            keys = jax.random.split(key, L)
             rollout = (state, obs, carry, values, alive, total)
-            (state, obs, carry, _, alive, total), _ = jax.lax.scan(
-                step, rollout, (jax.random.split(key, L), discounts)
+            (state, obs, carry, values, alive, total), _ = jax.lax.scan(
+                step, rollout, (keys[:-1], discounts[:-1])
             )
+            state, obs, alive, total = simulate(
+                state, obs, values, alive, total, keys[-1], discounts[-1]
+            )
+            _, carry = scorer._own_values(own_params, obs[self.team], carry, no_reset)
         return total + jnp.where(
             alive, config.gamma**L * self._scaled_leaf(search, state, obs, carry), 0.0
         )
