@@ -52,7 +52,13 @@ from mopa.envs.base import Env, TeamArrays
 from mopa.envs.spaces import Discrete
 from mopa.errors import InvalidParameterError, MopaError
 from mopa.planning.opponents import OpponentHeadModel, OpponentModel
-from mopa.policy import PolicySpec, agent_inputs, make_act_fn
+from mopa.policy import (
+    PolicySpec,
+    agent_inputs,
+    apply_by_rows,
+    greedy_action,
+    make_act_fn,
+)
 
 MODES = ("per_agent", "joint")
 
@@ -286,7 +292,7 @@ class LookaheadPlayer:
         """
         A, n = self.num_agents, self.own_spec.num_actions
         values, carry = self._own_values(params.own_params, obs, carry, reset)
-        greedy = jnp.argmax(values, -1).astype(jnp.int32)  # [A]
+        greedy = greedy_action(values)  # [A]
         candidates = self._candidates(greedy)  # [C, A]
 
         if self.config.horizon == 0:
@@ -348,8 +354,8 @@ class LookaheadPlayer:
             carry, (q, _) = module.apply(own_params, carry, x, reset)
             return q, carry
         if spec.kind == "q":
-            return module.apply(own_params, x)[0], carry
-        return module.apply(own_params, x), carry
+            return apply_by_rows(module, own_params, x)[0], carry
+        return apply_by_rows(module, own_params, x), carry
 
     def _reads_own_head(self, params: LookaheadParams) -> bool:
         """Whether the opponent model is the own network's opponent head, read from
@@ -440,7 +446,9 @@ class LookaheadPlayer:
             is the own network's head, the opponents' logits (else ``None``)."""
             if own_head:
                 x = agent_inputs(self.own_spec, obs[self.team])
-                values, head = self.own_spec.module().apply(params.own_params, x)
+                values, head = apply_by_rows(
+                    self.own_spec.module(), params.own_params, x
+                )
                 logits = model.head_logits(head)
             else:
                 no_reset = jnp.zeros((self.num_agents,), bool)
@@ -448,7 +456,7 @@ class LookaheadPlayer:
                     params.own_params, obs[self.team], carry, no_reset
                 )
                 logits = None
-            return jnp.argmax(values, -1).astype(jnp.int32), carry, logits
+            return greedy_action(values), carry, logits
 
         def step(rollout, inputs):
             state, obs, carry, alive, total = rollout

@@ -77,7 +77,7 @@ from mopa.planning.lookahead import (
     joint_actions,
 )
 from mopa.planning.opponents import OpponentModel
-from mopa.policy import PolicySpec
+from mopa.policy import PolicySpec, greedy_action
 
 PRIORS = ("policy", "uniform")
 """Prior logits of the search: the own policy's joint distribution, or uniform."""
@@ -507,7 +507,7 @@ class MCTSPlayer:
             key_opponent, key_env = jax.random.split(key_step)
             log_probs = self._opponent_log_probs(search, latent, obs)
             opponents = jax.random.categorical(key_opponent, log_probs)
-            own_actions = jnp.argmax(values, -1).astype(jnp.int32)
+            own_actions = greedy_action(values)
             state, obs, reward, done = self._step(
                 search, state, own_actions, opponents.astype(jnp.int32), key_env
             )

@@ -34,7 +34,7 @@ from mopa.opponent.population import (
     member_logits,
     sample_population_latent,
 )
-from mopa.policy import PolicySpec, agent_inputs
+from mopa.policy import PolicySpec, agent_inputs, apply_by_rows, greedy_action
 
 NO_LATENT_SHAPE = (0,)
 
@@ -69,7 +69,7 @@ class OpponentModel(Protocol):
 def greedy_logits(values: jax.Array) -> jax.Array:
     """Logits of the one-hot distribution on ``argmax(values)`` (ties to the lowest
     index): 0 there and ``-inf`` elsewhere. ``values [..., n] -> [..., n]``."""
-    best = jax.nn.one_hot(jnp.argmax(values, -1), values.shape[-1], dtype=bool)
+    best = jax.nn.one_hot(greedy_action(values), values.shape[-1], dtype=bool)
     return jnp.where(best, 0.0, -jnp.inf)
 
 
@@ -128,7 +128,7 @@ class OpponentHeadModel:
     def logits(self, params: Any, latent: Any, obs: TeamArrays) -> jax.Array:
         del latent
         x = agent_inputs(self.spec, obs[self.team])  # [A, I]
-        _, head = self.spec.module().apply(params, x)  # [A, O, n]
+        _, head = apply_by_rows(self.spec.module(), params, x)  # [A, O, n]
         return self.head_logits(head)
 
     def head_logits(self, head: jax.Array) -> jax.Array:
@@ -190,7 +190,7 @@ class PolicyOpponentModel:
         if self.spec.kind == "random":
             return jnp.zeros((*own.shape[:-1], self.spec.num_actions))
         x = agent_inputs(self.spec, own)
-        values = self.spec.module().apply(params, x)
+        values = apply_by_rows(self.spec.module(), params, x)
         if self.spec.kind == "q":
             values = values[0]
         if self.greedy:
