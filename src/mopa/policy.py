@@ -246,9 +246,11 @@ def apply_by_rows(module: Any, params: Any, x: jax.Array) -> Any:
     runs the bias and activation of each layer over that many-axis shape far more
     slowly than over ``[rows, D]`` (about 3x when the layers are fused into one
     kernel). Here each vmap level whose weights are shared folds its axis into the
-    rows; a level that maps over weights (a tournament's cells) maps the network over
-    them with the rows folded inside. Each row's arithmetic is unchanged. For
-    inference only (the batching rule has no reverse-mode derivative).
+    rows; a level that maps over weights (a tournament's cells) runs the network
+    for one entry after another (``lax.map``), each on its own rows (a product
+    batched over many entries' weights ran slower than the layered network). Each
+    row's arithmetic is unchanged. For inference only (the batching rule has no
+    reverse-mode derivative).
     """
 
     @jax.custom_batching.custom_vmap
@@ -265,12 +267,15 @@ def apply_by_rows(module: Any, params: Any, x: jax.Array) -> Any:
         if not x_batched:
             x = jnp.broadcast_to(x, (axis_size, *x.shape))
         if any(jax.tree.leaves(params_batched)):
-            # Weights that differ along this axis: the plain network per entry
-            # (folding again here would call this rule without end).
-            axes = jax.tree.map(lambda b: 0 if b else None, params_batched)
-            out = jax.vmap(lambda p, x: fold(module.apply, p, x), in_axes=(axes, 0))(
-                params, x
+            # Weights that differ along this axis: the plain network per entry, one
+            # entry after another (folding again here would call this rule without
+            # end).
+            params = jax.tree.map(
+                lambda p, b: p if b else jnp.broadcast_to(p, (axis_size, *p.shape)),
+                params,
+                params_batched,
             )
+            out = jax.lax.map(lambda px: fold(module.apply, *px), (params, x))
         else:  # shared weights: fold the axis into the rows, for outer levels too
             out = fold(apply, params, x)
         return out, jax.tree.map(lambda _: True, out)
