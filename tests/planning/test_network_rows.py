@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from mopa.bench.compute import _equations
 from mopa.policy import PolicySpec, apply_by_rows, greedy_action, init_params
 
 
@@ -81,20 +82,12 @@ def _dot_input_ranks(apply):
     )
     x = jnp.zeros((2, 4, 25, 3, s.input_size))
     inner = jax.vmap(jax.vmap(lambda p, x: apply(module, p, x), (None, 0)), (None, 0))
-    jaxpr = jax.make_jaxpr(jax.vmap(inner))(params, x)
-
-    def walk(jaxpr):
-        for eqn in jaxpr.eqns:
-            if eqn.primitive.name == "dot_general":
-                yield eqn.invars[0].aval.ndim
-            for value in eqn.params.values():
-                for sub in value if isinstance(value, tuple | list) else (value,):
-                    if hasattr(sub, "eqns"):
-                        yield from walk(sub)
-                    elif hasattr(sub, "jaxpr"):
-                        yield from walk(sub.jaxpr)
-
-    return set(walk(jaxpr.jaxpr))
+    jaxpr = jax.make_jaxpr(jax.vmap(inner))(params, x).jaxpr
+    return {
+        eqn.invars[0].aval.ndim
+        for eqn in _equations(jaxpr)
+        if eqn.primitive.name == "dot_general"
+    }
 
 
 def test_the_network_sees_rows_per_cell_not_every_vmapped_axis():
