@@ -4,11 +4,14 @@ still; the learned-dynamics game with the true physics reproduces ``tag_intent``
 step for step and a planner through it scores exactly as through the game; a
 planner rolls through a learned model under jit; files round-trip."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from mopa.bench.compute import program_flops
 from mopa.envs import make
 from mopa.envs.pursuit import PREDATOR, PREY
 from mopa.errors import CheckpointError, InvalidParameterError
@@ -42,7 +45,13 @@ from mopa.worldmodel import (
     split_features,
     state_features,
 )
+from mopa.worldmodel.jepa import decode as jepa_decode
+from mopa.worldmodel.jepa import encode as jepa_encode
 from mopa.worldmodel.jepa import init_params as jepa_init
+from mopa.worldmodel.jepa import latent_step as jepa_latent_step
+from mopa.worldmodel.jepa import module as jepa_module
+from mopa.worldmodel.networks import LatentWorldModel
+from mopa.worldmodel.ssm import ensemble_step
 
 N = 4  # three predators and one prey
 SMALL = dict(num_agents=N, hidden=(64, 64), batch_size=64, num_updates=300)
@@ -226,6 +235,86 @@ def test_ensemble_members_differ_and_sampling_reports_disagreement(trained, game
     np.testing.assert_allclose(jnp.mean(draws, 0), stepped, atol=0.05)
     with pytest.raises(InvalidParameterError, match="member"):
         dynamics_of(config, "max")
+
+
+def test_a_sampled_member_is_computed_alone_with_the_ensembles_numbers(trained, game):
+    """``"sample"`` steps with the drawn member's network: the ensemble's
+    prediction of that member (to float rounding: XLA may fuse the members'
+    layers into one product) under nested vmaps with weights per seed; and when
+    the disagreement is not used the step costs one member's network, not the
+    ensemble's."""
+    env, params = game
+    config, model_params, _ = trained["ssm"]
+    sample = dynamics_of(config, "sample")
+    keys = jax.random.split(jax.random.key(7), 6)
+    _, states = jax.vmap(env.reset, in_axes=(0, None))(keys, params)
+    x = state_features(states.pos, states.vel)  # [6, F]
+    action = jax.random.randint(jax.random.key(8), (6, N), 0, 5)
+    seeds = jax.tree.map(lambda w: jnp.stack([w, 1.01 * w]), model_params)
+
+    def drawn(p, key, x, action):
+        e = jax.random.randint(key, (), 0, config.num_members)
+        return ensemble_step(config, p, x, action)[e]
+
+    step = lambda p, k, x, a: sample.advance(p, k, x, a)[0]  # noqa: E731
+    nested = (0, None, None, None), (None, 0, 0, 0)
+    nest = lambda fn: jax.jit(jax.vmap(jax.vmap(fn, nested[1]), nested[0]))  # noqa: E731
+    stepped = np.asarray(nest(step)(seeds, keys, x, action))
+    np.testing.assert_allclose(
+        stepped, nest(drawn)(seeds, keys, x, action), rtol=1e-5, atol=1e-6
+    )
+    assert len({tuple(row) for row in stepped[0, :, :2]}) == 6
+
+    key = jax.random.key(9)
+    one = program_flops(step, model_params, key, x[0], action[0])
+    every = program_flops(
+        lambda p, k, x, a: ensemble_step(config, p, x, a),
+        model_params,
+        key,
+        x[0],
+        action[0],
+    )
+    assert one < 1.2 * every / config.num_members, (one, every)
+
+
+def test_jepa_inference_on_rows_equals_the_models_methods(trained, game):
+    """The JEPA's encode, latent step and readout (computed on rows under vmap)
+    give the numbers of ``LatentWorldModel``'s methods bit for bit, under nested
+    vmaps with weights per seed and shared."""
+    env, params = game
+    config, model_params, _ = trained["jepa_world"]
+    net = jepa_module(config)
+    keys = jax.random.split(jax.random.key(10), 6)
+    _, states = jax.vmap(env.reset, in_axes=(0, None))(keys, params)
+    x = state_features(states.pos, states.vel).reshape(2, 3, -1)  # [2, 3, F]
+    action = jax.random.randint(jax.random.key(11), (2, 3, N), 0, 5)
+    seeds = jax.tree.map(lambda w: jnp.stack([w, 0.99 * w]), model_params)
+
+    def ours(p, x, action):
+        z = jepa_encode(config, p, x)
+        return z, jepa_latent_step(config, p, z, action), jepa_decode(config, p, z)
+
+    def methods(p, x, action):
+        apply = functools.partial(net.apply, p["online"])
+        xn = (x - p["norm"]["x_mean"]) / p["norm"]["x_std"]
+        z = apply(xn, method=LatentWorldModel.encode)
+        onehot = jax.nn.one_hot(action, config.num_actions).reshape(-1)
+        read = apply(z, method=LatentWorldModel.read)
+        return (
+            z,
+            apply(z, onehot, method=LatentWorldModel.step),
+            p["norm"]["x_mean"] + p["norm"]["x_std"] * read,
+        )
+
+    for weights, axes in ((seeds, 0), (model_params, None)):
+        got, expected = (
+            jax.jit(jax.vmap(jax.vmap(fn, (None, 0, 0)), (axes, 0, 0)))(
+                weights, x, action
+            )
+            for fn in (ours, methods)
+        )
+        for a, b in zip(got, expected, strict=True):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 # -- the learned-dynamics game -----------------------------------------------------

@@ -184,12 +184,14 @@ class EnsembleDynamics:
         self, params: Any, key: jax.Array, h: jax.Array, action: jax.Array
     ) -> tuple[jax.Array, jax.Array]:
         predictions = ensemble_step(self.config, params, h, action)  # [E, F]
-        mean = jnp.mean(predictions, 0)
         if self.member == "mean":
-            chosen = mean
+            chosen = jnp.mean(predictions, 0)
         else:
+            # The drawn member alone: when the disagreement goes unused, XLA drops
+            # the other members' networks.
             e = jax.random.randint(key, (), 0, self.config.num_members)
-            chosen = predictions[e]
+            member = jax.tree.map(lambda w: w[e], params["members"])
+            chosen = member_step(self.config, params["norm"], member, h, action)
         pos = split_features(predictions)[0]  # [E, N, 2]
         spread = jnp.mean(jnp.sum((pos - jnp.mean(pos, 0)) ** 2, -1), 0)  # [N]
         return chosen, jnp.sqrt(jnp.mean(spread))
