@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mopa.core.batching import map_batched
 from mopa.errors import InvalidParameterError
 from mopa.models import Actor, QNetwork, RecurrentQNetwork
 
@@ -237,9 +238,12 @@ def greedy_action(values: jax.Array) -> jax.Array:
     return jnp.argmax(shifted, -1).astype(jnp.int32)
 
 
-def apply_by_rows(module: Any, params: Any, x: jax.Array) -> Any:
-    """``module.apply(params, x)`` for a feed-forward network acting on the last
-    axis of ``x [..., D]``; the same numbers, computed on ``[rows, D]`` under vmap.
+def apply_by_rows(
+    module: Any, params: Any, *inputs: jax.Array, method: Any = None
+) -> Any:
+    """``module.apply(params, *inputs, method=method)`` for a feed-forward network
+    acting on the last axis of every input ``[..., D_i]`` (all with the same
+    leading axes); the same numbers, computed on ``[rows, D_i]`` under vmap.
 
     Under ``vmap`` a network's layers see every batched axis: a planner's rollouts
     reach it as ``[games, candidates, rollouts, agents, D]``, and XLA's CPU backend
@@ -247,40 +251,49 @@ def apply_by_rows(module: Any, params: Any, x: jax.Array) -> Any:
     slowly than over ``[rows, D]`` (about 3x when the layers are fused into one
     kernel). Here each vmap level whose weights are shared folds its axis into the
     rows; a level that maps over weights (a tournament's cells) runs the network
-    for one entry after another (``lax.map``), each on its own rows (a product
-    batched over many entries' weights ran slower than the layered network). Each
-    row's arithmetic is unchanged. For inference only (the batching rule has no
-    reverse-mode derivative).
+    for one entry after another (:func:`~mopa.core.batching.map_batched`), each on
+    its own rows (a product batched over many entries' weights ran slower than the
+    layered network). Each row's arithmetic is unchanged, so ``method`` must treat
+    rows independently. For inference only (the batching rule has no reverse-mode
+    derivative).
     """
 
-    @jax.custom_batching.custom_vmap
-    def apply(params, x):
-        return module.apply(params, x)
+    leads = {np.shape(x)[:-1] for x in inputs}
+    if len(leads) != 1:
+        raise InvalidParameterError(
+            f"apply_by_rows: needs one or more inputs with the same leading axes, "
+            f"got shapes {[np.shape(x) for x in inputs]}"
+        )
 
-    def fold(fn, params, x):
-        out = fn(params, x.reshape(-1, x.shape[-1]))
-        return jax.tree.map(lambda y: y.reshape(*x.shape[:-1], *y.shape[1:]), out)
+    def plain(params, *inputs):
+        return module.apply(params, *inputs, method=method)
+
+    apply = jax.custom_batching.custom_vmap(plain)
+
+    def fold(fn, params, *inputs):
+        lead = inputs[0].shape[:-1]
+        out = fn(params, *(x.reshape(-1, x.shape[-1]) for x in inputs))
+        return jax.tree.map(lambda y: y.reshape(*lead, *y.shape[1:]), out)
 
     @apply.def_vmap
-    def rule(axis_size, in_batched, params, x):
-        params_batched, x_batched = in_batched
-        if not x_batched:
-            x = jnp.broadcast_to(x, (axis_size, *x.shape))
+    def rule(axis_size, in_batched, params, *inputs):
+        params_batched, *inputs_batched = in_batched
         if any(jax.tree.leaves(params_batched)):
             # Weights that differ along this axis: the plain network per entry, one
             # entry after another (folding again here would call this rule without
             # end).
-            params = jax.tree.map(
-                lambda p, b: p if b else jnp.broadcast_to(p, (axis_size, *p.shape)),
-                params,
-                params_batched,
+            out = map_batched(
+                lambda p, *xs: fold(plain, p, *xs), in_batched, params, *inputs
             )
-            out = jax.lax.map(lambda px: fold(module.apply, *px), (params, x))
         else:  # shared weights: fold the axis into the rows, for outer levels too
-            out = fold(apply, params, x)
+            inputs = [
+                x if b else jnp.broadcast_to(x, (axis_size, *x.shape))
+                for x, b in zip(inputs, inputs_batched, strict=True)
+            ]
+            out = fold(apply, params, *inputs)
         return out, jax.tree.map(lambda _: True, out)
 
-    return apply(params, x)
+    return apply(params, *inputs)
 
 
 def make_act_fn(spec: PolicySpec) -> ActFn:

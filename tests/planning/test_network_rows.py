@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from mopa.bench.compute import _equations
+from mopa.errors import InvalidParameterError
 from mopa.policy import PolicySpec, apply_by_rows, greedy_action, init_params
 
 
@@ -95,3 +96,37 @@ def test_the_network_sees_rows_per_cell_not_every_vmapped_axis():
     # backend runs a layer's bias and activation about 3x faster on the first
     assert _dot_input_ranks(lambda m, p, x: apply_by_rows(m, p, x)) == {2}
     assert _dot_input_ranks(lambda m, p, x: m.apply(p, x)) == {5}
+
+
+def test_apply_by_rows_takes_several_inputs_some_shared_and_a_method():
+    from mopa.worldmodel.networks import LatentWorldModel
+
+    net = LatentWorldModel((16,), 8, (16,), 6)
+    one = net.init(jax.random.key(4), jnp.zeros((1, 6)), jnp.zeros((1, 5)))
+    params = jax.tree.map(lambda w: jnp.stack([w, 0.9 * w]), one)  # 2 cells
+    z = jax.random.normal(jax.random.key(5), (2, 4, 3, 8))
+    action = jax.nn.one_hot(jnp.arange(3) % 5, 5)  # [3, 5], shared by all
+
+    def nested(apply):
+        # per cell weights, then 4 games sharing them and the actions
+        inner = jax.vmap(lambda p, z: apply(p, z, action), (None, 0))
+        return jax.jit(jax.vmap(inner))(params, z)
+
+    def step(p, z, a):
+        return net.apply(p, z, a, method=LatentWorldModel.step)
+
+    want = nested(step)
+    got = nested(
+        lambda p, z, a: apply_by_rows(net, p, z, a, method=LatentWorldModel.step)
+    )
+    assert got.shape == (2, 4, 3, 8)
+    np.testing.assert_array_equal(got, want)
+    # the actions batched with the games and the weights shared
+    actions = jnp.broadcast_to(action, (4, 3, 5))
+    got = jax.vmap(
+        lambda z, a: apply_by_rows(net, one, z, a, method=LatentWorldModel.step)
+    )(z[0], actions)
+    np.testing.assert_array_equal(got, jax.vmap(step, (None, 0, 0))(one, z[0], actions))
+    for bad in ((), (z[0], action)):  # no input; leading axes [4, 3] and [3]
+        with pytest.raises(InvalidParameterError, match="same leading axes"):
+            apply_by_rows(net, one, *bad, method=LatentWorldModel.step)

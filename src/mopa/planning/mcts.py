@@ -57,7 +57,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -65,6 +64,7 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 
+from mopa.core.batching import one_after_another
 from mopa.core.checks import check_fields, check_unit
 from mopa.envs.base import Env
 from mopa.errors import InvalidParameterError
@@ -348,7 +348,7 @@ class MCTSPlayer:
         Returns:
             An :class:`MCTSPlan`.
         """
-        return _map_over_games(self._search)(params, key, state, obs, carry, reset)
+        return one_after_another(self._search)(params, key, state, obs, carry, reset)
 
     def _search(self, params, key, state, obs, carry, reset) -> MCTSPlan:
         """:meth:`plan` for one game."""
@@ -550,31 +550,6 @@ class MCTSPlayer:
             return jnp.zeros(())
         leaf = self._leaf_scorer.leaf_value(search.params, state, obs, carry)
         return self.config.leaf_weight * leaf
-
-
-def _map_over_games(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` whose ``vmap`` runs it on one game after another (``lax.map`` over
-    the batched arguments; the unbatched ones are shared). Nested ``vmap``-s nest
-    the maps."""
-    mapped = jax.custom_batching.custom_vmap(fn)
-
-    @mapped.def_vmap
-    def rule(axis_size, in_batched, *args):
-        del axis_size
-        leaves, treedef = jax.tree.flatten(args)
-        batched = jax.tree.leaves(in_batched)
-
-        def one(game_leaves):
-            game = iter(game_leaves)
-            full = [
-                next(game) if b else x for x, b in zip(leaves, batched, strict=True)
-            ]
-            return mapped(*jax.tree.unflatten(treedef, full))
-
-        out = jax.lax.map(one, [x for x, b in zip(leaves, batched, strict=True) if b])
-        return out, jax.tree.map(lambda _: True, out)
-
-    return mapped
 
 
 def simulator_steps_per_decision(player: LookaheadPlayer | MCTSPlayer) -> int:

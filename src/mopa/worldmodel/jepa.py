@@ -36,7 +36,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from mopa.models.encoders import MLP
 from mopa.policy import apply_by_rows
 from mopa.worldmodel.config import JEPAWorldConfig
 from mopa.worldmodel.data import (
@@ -46,7 +45,7 @@ from mopa.worldmodel.data import (
     normaliser,
     sample_windows,
 )
-from mopa.worldmodel.networks import LatentWorldModel, l2_normalise
+from mopa.worldmodel.networks import LatentWorldModel
 from mopa.worldmodel.ssm import identity_norm
 from mopa.worldmodel.training import FitState, apply_gradients, fit, optimiser
 
@@ -91,40 +90,31 @@ def _normalise(norm: dict, x: jax.Array) -> jax.Array:
     return (x - norm["x_mean"]) / norm["x_std"]
 
 
-def _network(config: JEPAWorldConfig, params: Any, name: str, x: jax.Array):
-    """The online model's network ``name`` (``encoder``, ``transition`` or
-    ``readout``) on ``x [..., D]``, on rows under vmap
-    (:func:`~mopa.policy.apply_by_rows`: the numbers of ``LatentWorldModel``'s
-    methods; inference only)."""
-    hidden = config.predictor_hidden if name == "transition" else config.hidden
-    size = config.state_size if name == "readout" else config.latent_size
-    network = MLP(hidden, size, config.activation)
-    return apply_by_rows(network, {"params": params["online"]["params"][name]}, x)
-
-
-def _latent(config: JEPAWorldConfig, embedding: jax.Array) -> jax.Array:
-    """``LatentWorldModel.latent``."""
-    return l2_normalise(embedding) if config.normalize else embedding
+def _rows(config: JEPAWorldConfig, params: Any, method: Any, *inputs: jax.Array):
+    """The online model's ``method`` on ``inputs [..., D]``, on rows under vmap
+    (:func:`~mopa.policy.apply_by_rows`: the numbers of the method; inference
+    only)."""
+    return apply_by_rows(module(config), params["online"], *inputs, method=method)
 
 
 def encode(config: JEPAWorldConfig, params: Any, x: jax.Array) -> jax.Array:
     """``[..., F]`` state features -> ``[..., Z]`` latent (inference)."""
     xn = _normalise(params["norm"], x)
-    return _latent(config, _network(config, params, "encoder", xn))
+    return _rows(config, params, LatentWorldModel.encode, xn)
 
 
 def latent_step(
     config: JEPAWorldConfig, params: Any, z: jax.Array, action: jax.Array
 ) -> jax.Array:
     """``(z [..., Z], joint action [..., N]) -> z' [..., Z]`` (inference)."""
-    inputs = jnp.concatenate([z, _one_hot(config, action)], -1)
-    return _latent(config, z + _network(config, params, "transition", inputs))
+    onehot = _one_hot(config, action)
+    return _rows(config, params, LatentWorldModel.step, z, onehot)
 
 
 def decode(config: JEPAWorldConfig, params: Any, z: jax.Array) -> jax.Array:
     """``[..., Z]`` latent -> ``[..., F]`` state features (the readout;
     inference)."""
-    read = _network(config, params, "readout", z)
+    read = _rows(config, params, LatentWorldModel.read, z)
     return params["norm"]["x_mean"] + params["norm"]["x_std"] * read
 
 
