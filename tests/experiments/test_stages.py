@@ -1,8 +1,10 @@
 """Experiment stages: reused when their config is unchanged, redone when it
-changed, resumed in place when interrupted, and reused through the runner."""
+changed, resumed in place when interrupted, run together when independent, and
+reused through the runner."""
 
 import dataclasses
 import json
+import threading
 
 import pytest
 
@@ -85,6 +87,57 @@ def test_interrupted_stage_keeps_its_folder_to_resume(tmp_path):
     assert Stages(tmp_path).run(
         "other", {"lr": 9}, lambda folder: sorted(p.name for p in folder.iterdir())
     ) == ["stage_config.json"]
+
+
+def test_independent_stages_run_together_and_are_stored_each(tmp_path):
+    # Each stage waits for the other at a barrier: run one after the other, the
+    # first would wait alone and break it.
+    barrier = threading.Barrier(2, timeout=30)
+    calls = []
+
+    def work(value):
+        def fn(folder):
+            calls.append(value)
+            barrier.wait()
+            (folder / "out.txt").write_text(str(value))
+            return {"value": value}
+
+        return fn
+
+    jobs = [("b_second", {"v": 2}, work(2)), ("a_first", {"v": 1}, work(1))]
+    stages = Stages(tmp_path)
+    assert stages.run_together(jobs) == [{"value": 2}, {"value": 1}]
+    assert list(stages.timing_s) == ["b_second", "a_first"]  # the order given
+    assert all(wall > 0 for wall in stages.timing_s.values())
+    assert (tmp_path / "a_first" / "out.txt").read_text() == "1"
+    # A later run reuses both, calling neither.
+    again = Stages(tmp_path)
+    assert again.run_together(jobs) == [{"value": 2}, {"value": 1}]
+    assert sorted(calls) == [1, 2] and again.reused == ["b_second", "a_first"]
+    with pytest.raises(ValueError, match="repeat"):
+        stages.run_together([jobs[0], jobs[0]])
+
+
+def test_a_failing_stage_run_together_leaves_the_other_stored(tmp_path):
+    def fail(folder):
+        raise RuntimeError("the evaluation broke")
+
+    def fine(folder):
+        return {"ok": True}
+
+    stages = Stages(tmp_path)
+    with pytest.raises(RuntimeError, match="the evaluation broke"):
+        stages.run_together([("broken", {}, fail), ("fine", {}, fine)])
+    assert not (tmp_path / "broken" / STAGE_FILE).exists()
+    assert json.loads((tmp_path / "fine" / STAGE_FILE).read_text())["result"] == {
+        "ok": True
+    }
+    again = Stages(tmp_path)
+    assert again.run_together([("broken", {}, fine), ("fine", {}, fail)]) == [
+        {"ok": True},
+        {"ok": True},
+    ]
+    assert again.reused == ["fine"]
 
 
 def test_bad_stage_name():

@@ -23,7 +23,11 @@ Stages (each reused when re-run with the same config, see
    reliability diagram, of the online beliefs on held-out trajectories;
    ``world_models``: a state-space ensemble and a JEPA latent world model trained
    on the encoder dataset (:mod:`mopa.worldmodel`), with their open-loop 5-step
-   position RMSE on its held-out episodes.
+   position RMSE on its held-out episodes. The two run at the same time
+   (:meth:`~mopa.experiments.stages.Stages.run_together`), as do the stages of 4
+   and 5: a stage that leaves a core idle (the tree search plays one game after
+   another) lends it to the others, and each computes the numbers it computes
+   alone.
 4. ``eval_paired`` and ``eval_common``: the evaluation conditions (see
    :data:`CONDITIONS`) under the paired protocol (each condition against the prey
    co-trained with its predators: unaware vs the unaware-condition prey; oracle,
@@ -1318,18 +1322,27 @@ def run_intent(config: IntentConfig, seeds: int | None, progress, stages) -> dic
         encoder_config,
         lambda folder: _encoders(config, stages.folder("train_belief"), folder),
     )
-    calibration = stages.run(
-        "calibration",
-        {"encoders": encoder_config, "encoder_result": encoders},
-        lambda folder: _calibration(
-            config, encoders, encoder_folder, stages.folder("train_belief"), folder
-        ),
-    )
     wm_folder = stages.folder("world_models")
-    world_models = stages.run(
-        "world_models",
-        {"encoders": encoder_config, "encoder_result": encoders},
-        lambda folder: _world_models(config, encoder_folder, folder),
+    encoder_stage = {"encoders": encoder_config, "encoder_result": encoders}
+    calibration, world_models = stages.run_together(
+        [
+            (
+                "calibration",
+                encoder_stage,
+                lambda folder: _calibration(
+                    config,
+                    encoders,
+                    encoder_folder,
+                    stages.folder("train_belief"),
+                    folder,
+                ),
+            ),
+            (
+                "world_models",
+                encoder_stage,
+                lambda folder: _world_models(config, encoder_folder, folder),
+            ),
+        ]
     )
     eval_config = {
         "train": train_configs,
@@ -1338,20 +1351,20 @@ def run_intent(config: IntentConfig, seeds: int | None, progress, stages) -> dic
         "world_models": world_models,
     }
     folders = (encoder_folder, wm_folder)
-    paired = stages.run(
-        "eval_paired",
-        eval_config,
-        lambda folder: _eval_paired(config, teams, *folders, folder, progress),
-    )
-    common = stages.run(
-        "eval_common",
-        eval_config,
-        lambda folder: _eval_common(config, teams, *folders, folder, progress),
-    )
-    stages.run(
-        "gif",
-        eval_config,
-        lambda folder: _gif(config, teams, *folders, folder),
+    paired, common, _ = stages.run_together(
+        [
+            (
+                "eval_paired",
+                eval_config,
+                lambda folder: _eval_paired(config, teams, *folders, folder, progress),
+            ),
+            (
+                "eval_common",
+                eval_config,
+                lambda folder: _eval_common(config, teams, *folders, folder, progress),
+            ),
+            ("gif", eval_config, lambda folder: _gif(config, teams, *folders, folder)),
+        ]
     )
     online = calibration["bayes"]
     return {

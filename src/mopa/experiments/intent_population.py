@@ -46,6 +46,9 @@ re-run with the same config, see :mod:`mopa.experiments.stages`):
    index, the paired difference of the second half's mean over the first episode,
    and the belief's none-fits probability and largest member probability through
    the match (recomputed from the recorded moves as the player computes it online).
+   It runs at the same time as ``eval``
+   (:meth:`~mopa.experiments.stages.Stages.run_together`), with the same numbers
+   as alone.
 
 Rows (all use the predators of the ``predator_seeds``):
 
@@ -1075,24 +1078,30 @@ def run_intent_population(
             )
         },
     }
-    evaluation = stages.run(
-        "eval",
-        {
-            **play_config,
-            "eval_episodes": config.eval_episodes,
-            "out_of_family_episodes": config.out_of_family_episodes,
-            "paired_out_of_family": config.paired_out_of_family,
-        },
-        lambda folder: _eval(config, teams, clone_folder, folder, progress),
-    )
-    adaptation = stages.run(
-        "adaptation",
-        {
-            **play_config,
-            "match_episodes": config.match_episodes,
-            "matches_per_seed": config.matches_per_seed,
-        },
-        lambda folder: _adaptation(config, teams, clone_folder, folder, progress),
+    evaluation, adaptation = stages.run_together(
+        [
+            (
+                "eval",
+                {
+                    **play_config,
+                    "eval_episodes": config.eval_episodes,
+                    "out_of_family_episodes": config.out_of_family_episodes,
+                    "paired_out_of_family": config.paired_out_of_family,
+                },
+                lambda folder: _eval(config, teams, clone_folder, folder, progress),
+            ),
+            (
+                "adaptation",
+                {
+                    **play_config,
+                    "match_episodes": config.match_episodes,
+                    "matches_per_seed": config.matches_per_seed,
+                },
+                lambda folder: _adaptation(
+                    config, teams, clone_folder, folder, progress
+                ),
+            ),
+        ]
     )
     return {
         "profile": profile_name(config, PROFILES),

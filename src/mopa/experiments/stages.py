@@ -10,6 +10,12 @@ runs) resumes there; a stage whose config changed starts from an empty folder::
 
     stages = Stages(out / "stages", progress=print)
     run = stages.run("train_prey", config.to_dict(), lambda folder: train(folder))
+
+Stages that do not read each other's results can run at the same time
+(:meth:`Stages.run_together`, one thread each): JAX releases the interpreter while
+XLA computes, so a stage that leaves cores idle (a tree search over one game after
+another, compilation) lends them to the other. Each stage computes the same
+numbers as when run alone.
 """
 
 from __future__ import annotations
@@ -18,8 +24,9 @@ import hashlib
 import json
 import shutil
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,14 +97,70 @@ class Stages:
             fn: does the work in ``folder`` and returns a JSON-able result.
             force: redo the stage even if it finished with this config.
         """
+        result, wall, reused = self._run(name, config, fn, force)
+        self._record(name, wall, reused)
+        return result
+
+    def run_together(
+        self,
+        stages: Sequence[tuple[str, Any, Callable[[Path], Any]]],
+        *,
+        force: bool = False,
+    ) -> list[Any]:
+        """The results of independent stages ``[(name, config, fn), ...]``, each
+        as :meth:`run` gives it, with the stages that are not stored yet running
+        at the same time, one thread each.
+
+        No stage may read another's result or files. Each stage's wall time is
+        its own, so the times of stages run together overlap. If stages fail,
+        the others still finish and are stored, and the first failure (in the
+        order given) is raised.
+        """
+        names = [name for name, _, _ in stages]
+        if len(set(names)) != len(names):
+            raise ValueError(f"run_together: stage names repeat: {names}")
+        outcomes: list[Any] = [None] * len(stages)
+
+        def work(i: int, name: str, config: Any, fn: Callable[[Path], Any]) -> None:
+            try:
+                outcomes[i] = (self._run(name, config, fn, force), None)
+            except BaseException as error:  # raised again in the calling thread
+                outcomes[i] = (None, error)
+
+        # Daemon threads: an interrupted process exits without waiting for them
+        # (a stage that did not finish has no stage.json and runs again).
+        threads = [
+            threading.Thread(target=work, args=(i, *stage), daemon=True)
+            for i, stage in enumerate(stages)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        results = []
+        for name, (done, error) in zip(names, outcomes, strict=True):
+            if error is not None:
+                raise error
+            result, wall, reused = done
+            self._record(name, wall, reused)
+            results.append(result)
+        return results
+
+    def _record(self, name: str, wall: float, reused: bool) -> None:
+        self.timing_s[name] = wall
+        if reused:
+            self.reused.append(name)
+
+    def _run(
+        self, name: str, config: Any, fn: Callable[[Path], Any], force: bool
+    ) -> tuple[Any, float, bool]:
+        """``(result, wall seconds, reused)`` of :meth:`run`, recording nothing."""
         folder = self.folder(name)
         key = fingerprint(config)
         done = _read(folder / STAGE_FILE)
         if not force and done is not None and done.get("fingerprint") == key:
-            self.reused.append(name)
-            self.timing_s[name] = float(done.get("wall_s", 0.0))
             self.progress(f"[{name}] reused (finished earlier with this config)")
-            return done["result"]
+            return done["result"], float(done.get("wall_s", 0.0)), True
         started = _read(folder / STARTED_FILE)
         if folder.exists() and (
             force
@@ -116,9 +179,8 @@ class Stages:
             folder / STAGE_FILE,
             {"fingerprint": key, "config": config, "result": result, "wall_s": wall},
         )
-        self.timing_s[name] = wall
         self.progress(f"[{name}] done in {wall:.1f} s")
-        return result
+        return result, wall, False
 
 
 def _read(path: Path) -> dict | None:
