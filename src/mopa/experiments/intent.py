@@ -23,11 +23,14 @@ Stages (each reused when re-run with the same config, see
    reliability diagram, of the online beliefs on held-out trajectories;
    ``world_models``: a state-space ensemble and a JEPA latent world model trained
    on the encoder dataset (:mod:`mopa.worldmodel`), with their open-loop 5-step
-   position RMSE on its held-out episodes. The two run at the same time
+   position RMSE on its held-out episodes.
+
+   ``train_belief`` runs first; then ``encoders`` beside ``train_unaware``, and
+   ``calibration`` and ``world_models`` beside ``train_oracle``, at the same time
    (:meth:`~mopa.experiments.stages.Stages.run_together`), as do the stages of 4
-   and 5: a stage that leaves a core idle (the tree search plays one game after
-   another) lends it to the others, and each computes the numbers it computes
-   alone.
+   and 5: a stage that leaves a core idle (small networks, the tree search that
+   plays one game after another) lends it to the others, and each computes the
+   numbers it computes alone.
 4. ``eval_paired`` and ``eval_common``: the evaluation conditions (see
    :data:`CONDITIONS`) under the paired protocol (each condition against the prey
    co-trained with its predators: unaware vs the unaware-condition prey; oracle,
@@ -1301,31 +1304,41 @@ def run_intent(config: IntentConfig, seeds: int | None, progress, stages) -> dic
     train_configs = {
         c: train_config(config, c, num_seeds).to_dict() for c in TRAIN_CONDITIONS
     }
-    teams = {}
-    for condition in TRAIN_CONDITIONS:
+
+    def training(condition: str) -> tuple[str, Any, Callable[[Path], Any]]:
         name = f"train_{condition}"
         cfg = train_config(config, condition, num_seeds)
-        stages.run(
+        return (
             name,
             train_configs[condition],
-            lambda folder, cfg=cfg, name=name: train_stage(cfg, folder, name, progress),
+            lambda folder: train_stage(cfg, folder, name, progress),
         )
-        teams[condition] = read_teams(stages.folder(name))
+
+    # The encoders read only the belief condition's teams, so that condition
+    # trains first and the encoder stages run beside the other two trainings,
+    # whose cores they share (they leave part of one idle when alone).
+    stages.run(*training("belief"))
     stage_config = dataclasses.asdict(config)
     encoder_config = {
         "train_belief": train_configs["belief"],
         "config": stage_config,
     }
     encoder_folder = stages.folder("encoders")
-    encoders = stages.run(
-        "encoders",
-        encoder_config,
-        lambda folder: _encoders(config, stages.folder("train_belief"), folder),
+    _, encoders = stages.run_together(
+        [
+            training("unaware"),
+            (
+                "encoders",
+                encoder_config,
+                lambda folder: _encoders(config, stages.folder("train_belief"), folder),
+            ),
+        ]
     )
     wm_folder = stages.folder("world_models")
     encoder_stage = {"encoders": encoder_config, "encoder_result": encoders}
-    calibration, world_models = stages.run_together(
+    _, calibration, world_models = stages.run_together(
         [
+            training("oracle"),
             (
                 "calibration",
                 encoder_stage,
@@ -1344,6 +1357,7 @@ def run_intent(config: IntentConfig, seeds: int | None, progress, stages) -> dic
             ),
         ]
     )
+    teams = {c: read_teams(stages.folder(f"train_{c}")) for c in TRAIN_CONDITIONS}
     eval_config = {
         "train": train_configs,
         "encoders": encoder_config,

@@ -223,8 +223,9 @@ def results_markdown(
         ),
         "## Time per stage (s)",
         "",
-        "Wall seconds of each stage; calibration and world_models run at the same "
-        "time, as do eval_paired, eval_common and gif, so their times overlap.",
+        "Wall seconds of each stage. Some run at the same time, so their times "
+        "overlap: encoders beside train_unaware; calibration and world_models "
+        "beside train_oracle; eval_paired, eval_common and gif together.",
         "",
         *(f"- {k}: {v:.1f}" for k, v in results["timing_s"].items()),
         "",
