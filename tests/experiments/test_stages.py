@@ -118,6 +118,31 @@ def test_independent_stages_run_together_and_are_stored_each(tmp_path):
         stages.run_together([jobs[0], jobs[0]])
 
 
+def test_stages_together_can_be_turned_off(tmp_path, monkeypatch):
+    monkeypatch.setenv("MOPA_STAGES_TOGETHER", "0")
+    events = []
+
+    def work(name):
+        def fn(folder):
+            events.append(("start", name, threading.current_thread().name))
+            events.append(("end", name, threading.current_thread().name))
+            return name
+
+        return fn
+
+    stages = Stages(tmp_path)
+    jobs = [("one", {}, work("one")), ("two", {}, work("two"))]
+    assert stages.run_together(jobs) == ["one", "two"]
+    main = threading.main_thread().name
+    assert events == [
+        ("start", "one", main),
+        ("end", "one", main),
+        ("start", "two", main),
+        ("end", "two", main),
+    ]
+    assert list(stages.timing_s) == ["one", "two"]
+
+
 def test_a_failing_stage_run_together_leaves_the_other_stored(tmp_path):
     def fail(folder):
         raise RuntimeError("the evaluation broke")

@@ -15,13 +15,15 @@ Stages that do not read each other's results can run at the same time
 (:meth:`Stages.run_together`, one thread each): JAX releases the interpreter while
 XLA computes, so a stage that leaves cores idle (a tree search over one game after
 another, compilation) lends them to the other. Each stage computes the same
-numbers as when run alone.
+numbers as when run alone. Stages run together hold their memory at the same
+time; ``MOPA_STAGES_TOGETHER=0`` runs them one after another instead.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import tempfile
 import threading
@@ -31,6 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from mopa.core.files import write_json
+
+STAGES_TOGETHER_ENV = "MOPA_STAGES_TOGETHER"
+"""Set to ``0`` (or ``false``, ``no``, ``off``) to have :meth:`Stages.run_together`
+run its stages one after another (less memory at once; the same results)."""
+
+_OFF = ("0", "false", "no", "off")
 
 STAGE_FILE = "stage.json"
 STARTED_FILE = "stage_config.json"
@@ -114,11 +122,14 @@ class Stages:
         No stage may read another's result or files. Each stage's wall time is
         its own, so the times of stages run together overlap. If stages fail,
         the others still finish and are stored, and the first failure (in the
-        order given) is raised.
+        order given) is raised. With ``MOPA_STAGES_TOGETHER=0`` the stages run one
+        after another, as :meth:`run` runs them, stopping at the first failure.
         """
         names = [name for name, _, _ in stages]
         if len(set(names)) != len(names):
             raise ValueError(f"run_together: stage names repeat: {names}")
+        if os.environ.get(STAGES_TOGETHER_ENV, "").strip().lower() in _OFF:
+            return [self.run(*stage, force=force) for stage in stages]
         outcomes: list[Any] = [None] * len(stages)
 
         def work(i: int, name: str, config: Any, fn: Callable[[Path], Any]) -> None:
