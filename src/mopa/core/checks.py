@@ -366,3 +366,15 @@ def check_fits_memory(name: str, num_bytes: int, what: str) -> None:
 
 def _gib(num_bytes: float) -> str:
     return f"{num_bytes / 2**30:.3g} GiB"
+
+
+# -- switches in the environment -----------------------------------------------------
+OFF_WORDS = ("0", "false", "no", "off")
+"""Values of an on/off environment variable that turn its setting off (any case,
+surrounding spaces ignored); any other value, or none, leaves it on."""
+
+
+def switched_off(name: str) -> bool:
+    """Whether environment variable ``name`` turns its setting off
+    (:data:`OFF_WORDS`)."""
+    return os.environ.get(name, "").strip().lower() in OFF_WORDS

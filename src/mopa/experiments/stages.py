@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import tempfile
 import threading
@@ -32,13 +31,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from mopa.core.checks import switched_off
 from mopa.core.files import write_json
 
 STAGES_TOGETHER_ENV = "MOPA_STAGES_TOGETHER"
 """Set to ``0`` (or ``false``, ``no``, ``off``) to have :meth:`Stages.run_together`
 run its stages one after another (less memory at once; the same results)."""
-
-_OFF = ("0", "false", "no", "off")
 
 STAGE_FILE = "stage.json"
 STARTED_FILE = "stage_config.json"
@@ -128,7 +126,7 @@ class Stages:
         names = [name for name, _, _ in stages]
         if len(set(names)) != len(names):
             raise ValueError(f"run_together: stage names repeat: {names}")
-        if os.environ.get(STAGES_TOGETHER_ENV, "").strip().lower() in _OFF:
+        if switched_off(STAGES_TOGETHER_ENV):
             return [self.run(*stage, force=force) for stage in stages]
         outcomes: list[Any] = [None] * len(stages)
 
