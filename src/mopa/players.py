@@ -14,6 +14,12 @@ players of one kind are stacked and ``vmap``-ed over::
 * ``reset``: ``[A]`` bool, true on an episode's first step.
 
 Returns ``actions [A]`` (int32 for discrete games) and the next carry.
+
+A player whose ``act``, ``vmap``-ed over games, works through the games one after
+another (a tree search) says so with a ``games_in_turn`` attribute that is true
+(:func:`plays_games_in_turn`); a player that wraps a planner passes on the
+planner's. A tournament on one device plays such a player as a program of its own,
+beside the others, since it keeps one core busy whatever the batch.
 """
 
 from __future__ import annotations
@@ -70,6 +76,12 @@ class PolicyPlayer:
     def act(self, params, key, state, obs, carry, reset):
         del state
         return make_act_fn(self.spec)(params, key, obs, carry, reset, self.greedy)
+
+
+def plays_games_in_turn(player: Player | None) -> bool:
+    """Whether ``player`` (``None``: no player) works through a batch of games one
+    after another: its ``games_in_turn`` attribute, false when it has none."""
+    return bool(getattr(player, "games_in_turn", False))
 
 
 def initial_player_carry(player: Player) -> jax.Array:

@@ -378,3 +378,82 @@ def test_a_spread_tournament_plays_the_search_with_one_devices_numbers(
         horizon,
     )
     np.testing.assert_array_equal(played.returns[0, 0, 0], np.asarray(alone.returns))
+
+
+def test_a_one_device_tournament_plays_the_search_beside_the_other_rows(
+    intent_setup, monkeypatch
+):
+    """On one device the search's row group is a program of its own, run beside
+    the other rows' program; every cell's episodes are those of the tournament
+    played as one program, in the same places."""
+    from mopa.eval import tournament
+    from mopa.eval.tournament import (
+        MIN_SPREAD_EPISODES,
+        TournamentEntry,
+        broadcast_seeds,
+    )
+
+    env, env_params, predator, prey, model, weights = intent_setup
+    player, player_params = searching_predator(intent_setup)
+    seeds = lambda tree: broadcast_seeds(tree, 1)  # noqa: E731
+    rows = [
+        ("policy", PolicyPlayer(predator), seeds(weights[0])),
+        ("search", player, seeds(player_params)),
+        ("random", PolicyPlayer(predator, greedy=False), seeds(weights[0])),
+    ]
+    columns = [
+        ("prey", PolicyPlayer(prey), seeds(weights[1])),
+        ("prey_sampled", PolicyPlayer(prey, greedy=False), seeds(weights[1])),
+    ]
+    kwargs = dict(num_episodes=3, horizon=4)
+    assert kwargs["num_episodes"] < MIN_SPREAD_EPISODES
+    groups_a = tournament._group([TournamentEntry(*row) for row in rows])
+    groups_b = tournament._group([TournamentEntry(*column) for column in columns])
+    assert [g.indices for g in groups_a] == [(0,), (1,), (2,)]
+    assert tournament._programs(groups_a, groups_b, None) == [
+        ((0, 2), (0, 1)),
+        ((1,), (0, 1)),
+    ]
+    split = tournament.play_tournament(
+        env, env_params, rows, columns, jax.random.key(3), **kwargs
+    )
+    monkeypatch.setattr(
+        tournament,
+        "_programs",
+        lambda a, b, mesh: [(tuple(range(len(a))), tuple(range(len(b))))],
+    )
+    whole = tournament.play_tournament(
+        env, env_params, rows, columns, jax.random.key(3), **kwargs
+    )
+    assert split.row_names == whole.row_names == ("policy", "search", "random")
+    np.testing.assert_array_equal(split.returns, whole.returns)
+    for name in whole.totals:
+        np.testing.assert_array_equal(split.totals[name], whole.totals[name])
+    # The rows are not all alike, so the comparison can tell places apart.
+    assert not np.array_equal(whole.returns[0], whole.returns[1])
+
+
+def test_programs_of_a_tournament_follow_the_players_that_play_in_turn():
+    """Which blocks run as programs of their own: a group that plays its games in
+    turn, with every group of the other side (a column group only with the plain
+    row groups); one program when spread over devices or when no group does."""
+    from mopa.eval.tournament import _Group, _programs
+    from mopa.players import plays_games_in_turn
+
+    @dataclasses.dataclass(frozen=True)
+    class Stub:
+        games_in_turn: bool
+
+    def groups(*in_turn):
+        return [_Group(Stub(t), (i,), None) for i, t in enumerate(in_turn)]
+
+    assert plays_games_in_turn(Stub(True)) and not plays_games_in_turn(None)
+    assert _programs(groups(False, False), groups(False), None) == [((0, 1), (0,))]
+    assert _programs(groups(True, False), groups(False), "mesh") == [((0, 1), (0,))]
+    assert _programs(groups(False, True), groups(False, True), None) == [
+        ((0,), (0,)),
+        ((1,), (0, 1)),
+        ((0,), (1,)),
+    ]
+    assert _programs(groups(True), groups(True, False), None) == [((0,), (0, 1))]
+    assert _programs(groups(False), groups(True), None) == [((0,), (0,))]

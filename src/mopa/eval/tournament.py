@@ -20,6 +20,15 @@ numbers but took about 2.4 times as long to compile on CPU.) That ``jit`` is
 later process runs the traced program from the cache folder instead of tracing
 the players' searches and rollouts again (the same numbers either way).
 
+A player that works through its games one after another (a tree search;
+:func:`~mopa.players.plays_games_in_turn`) keeps one core busy. When the tournament
+runs on one device (fewer than :data:`MIN_SPREAD_EPISODES` episodes per cell), each
+group of such a player, with the groups of the other side it meets, is a program of
+its own, and the other blocks are one more; the programs run at the same time, one
+thread each, so the other cores do not wait for the search. Each block computes
+what it computes in one program, so the numbers are the same (tested). Spread over
+devices, the search already plays each device's games on that device's thread.
+
 Keys: by default cell ``(row, column)`` draws its episode keys from
 ``key`` folded with a hash of the row name and then of the column name, so cells
 play independent episodes and a cell's numbers depend only on ``key``, its two
@@ -34,6 +43,7 @@ import dataclasses
 import functools
 import zlib
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 import jax
@@ -46,7 +56,7 @@ from mopa.envs.base import Env, episode_sum_keys
 from mopa.errors import InvalidParameterError
 from mopa.eval.evaluate import EpisodeTotals, episode_horizon, play_episode
 from mopa.eval.intervals import half_width
-from mopa.players import Player
+from mopa.players import Player, plays_games_in_turn
 
 PAIRINGS = ("all", "paired")
 """Seed pairings: every seed against every seed, or seed ``i`` against seed ``i``."""
@@ -453,6 +463,85 @@ def _play_groups(
     return jax.tree.map(assemble, *blocks)
 
 
+def _programs(
+    groups_a: Sequence[_Group], groups_b: Sequence[_Group], mesh: Any
+) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """``(row groups, column groups)`` of every program the tournament runs (see
+    the module docstring): one program for all blocks, unless the tournament is on
+    one device and a player works through its games in turn; then each such row
+    group with every column group, each such column group with the other row
+    groups, and the rest."""
+    in_turn_a = [plays_games_in_turn(g.player) for g in groups_a]
+    in_turn_b = [plays_games_in_turn(g.player) for g in groups_b]
+    everything = (tuple(range(len(groups_a))), tuple(range(len(groups_b))))
+    if mesh is not None or not any(in_turn_a + in_turn_b):
+        return [everything]
+    plain_a = tuple(i for i, t in enumerate(in_turn_a) if not t)
+    plain_b = tuple(j for j, t in enumerate(in_turn_b) if not t)
+    programs = [(plain_a, plain_b)] if plain_a and plain_b else []
+    programs += [((i,), everything[1]) for i, t in enumerate(in_turn_a) if t]
+    if plain_a:
+        programs += [(plain_a, (j,)) for j, t in enumerate(in_turn_b) if t]
+    return programs
+
+
+def _program_cells(groups: Sequence[_Group], chosen: tuple[int, ...]) -> np.ndarray:
+    """The entries (rows or columns) of the groups ``chosen`` of a side, in the
+    order a program plays them: the side's own order when every group is chosen."""
+    if len(chosen) == len(groups):
+        return np.arange(sum(len(g.indices) for g in groups))
+    return np.array([i for g in chosen for i in groups[g].indices], np.int64)
+
+
+def _play_program(
+    env, params, groups_a, groups_b, pairs, keys, rows, columns, *, horizon, mesh
+) -> EpisodeTotals:
+    """:func:`_play_groups` for the row groups ``rows`` and column groups
+    ``columns`` only: leaves ``[R', C', P, N, ...]`` over their entries, in the
+    order of :func:`_program_cells`."""
+    cells_a = _program_cells(groups_a, rows)
+    cells_b = _program_cells(groups_b, columns)
+
+    def local(groups, chosen, cells):  # the groups' entries' places in ``cells``
+        place = {int(c): k for k, c in enumerate(cells)}
+        return tuple(tuple(place[i] for i in groups[g].indices) for g in chosen)
+
+    if len(cells_a) < keys.shape[0] or len(cells_b) < keys.shape[1]:
+        keys = keys[np.ix_(cells_a, cells_b)]
+    return _play_groups(
+        env,
+        params,
+        tuple(groups_a[g].player for g in rows),
+        tuple(groups_b[g].player for g in columns),
+        local(groups_a, rows, cells_a),
+        local(groups_b, columns, cells_b),
+        tuple(groups_a[g].params for g in rows),
+        tuple(groups_b[g].params for g in columns),
+        pairs,
+        keys,
+        horizon,
+        mesh,
+    )
+
+
+def _assemble(shape, programs, groups_a, groups_b, played) -> EpisodeTotals:
+    """The programs' leaves ``[R', C', ...]`` written into ``[R, C, ...]`` arrays
+    (``shape``: the keys' ``[R, C, P, N]``)."""
+
+    def full(*leaves):
+        out = np.zeros(
+            (*shape[:2], *np.shape(leaves[0])[2:]), np.asarray(leaves[0]).dtype
+        )
+        for (rows, columns), leaf in zip(programs, leaves, strict=True):
+            index = np.ix_(
+                _program_cells(groups_a, rows), _program_cells(groups_b, columns)
+            )
+            out[index] = np.asarray(leaf)
+        return out
+
+    return jax.tree.map(full, *played)
+
+
 def play_tournament(
     env: Env,
     params: Any,
@@ -520,20 +609,26 @@ def play_tournament(
     groups_a, groups_b = _group(side_a), _group(side_b)
     mesh = _episode_mesh(num_episodes)
     keys = _spread_episodes(keys, mesh)
-    totals = _play_groups(
-        env,
-        params,
-        tuple(g.player for g in groups_a),
-        tuple(g.player for g in groups_b),
-        tuple(g.indices for g in groups_a),
-        tuple(g.indices for g in groups_b),
-        tuple(g.params for g in groups_a),
-        tuple(g.params for g in groups_b),
-        jnp.asarray(pairs),
-        keys,
-        horizon,
-        mesh,
-    )
+    programs = _programs(groups_a, groups_b, mesh)
+    pairs_on_device = jnp.asarray(pairs)
+
+    def play(program):
+        rows, columns = program
+        return jax.block_until_ready(
+            _play_program(
+                *(env, params, groups_a, groups_b, pairs_on_device, keys),
+                *(rows, columns),
+                horizon=horizon,
+                mesh=mesh,
+            )
+        )
+
+    if len(programs) == 1:
+        totals = play(programs[0])
+    else:
+        with ThreadPoolExecutor(len(programs)) as pool:
+            played = list(pool.map(play, programs))
+        totals = _assemble(keys.shape, programs, groups_a, groups_b, played)
     return TournamentResult(
         row_names=tuple(entry.name for entry in side_a),
         column_names=tuple(entry.name for entry in side_b),

@@ -63,6 +63,7 @@ from mopa.planning import (
     MCTSPlayer,
 )
 from mopa.planning.opponents import greedy_logits
+from mopa.players import plays_games_in_turn
 from mopa.policy import PolicySpec, agent_inputs, make_act_fn
 
 FEEDS = ("none", "true", "random", "belief", "commit")
@@ -269,6 +270,11 @@ class IntentPredator:
     @property
     def num_agents(self) -> int:
         return self.env.num_predators
+
+    @property
+    def games_in_turn(self) -> bool:
+        """The planner's (:func:`~mopa.players.plays_games_in_turn`)."""
+        return plays_games_in_turn(self.planner)
 
     @property
     def num_intents(self) -> int:

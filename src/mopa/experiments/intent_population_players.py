@@ -56,6 +56,7 @@ from mopa.opponent.population import (
     reset_intent,
 )
 from mopa.planning import LookaheadParams, LookaheadPlayer, MCTSPlayer
+from mopa.players import plays_games_in_turn
 
 
 class PopulationCarry(NamedTuple):
@@ -118,6 +119,11 @@ class PopulationPredator:
     @property
     def num_agents(self) -> int:
         return self.env.num_predators
+
+    @property
+    def games_in_turn(self) -> bool:
+        """The planner's (:func:`~mopa.players.plays_games_in_turn`)."""
+        return plays_games_in_turn(self.planner)
 
     @property
     def carry_size(self) -> int:

@@ -294,6 +294,12 @@ class MCTSPlayer:
         return self.env.team_sizes[self.team]
 
     @property
+    def games_in_turn(self) -> bool:
+        """True: under ``vmap`` the games are searched one after another (see
+        :meth:`plan`; :func:`~mopa.players.plays_games_in_turn`)."""
+        return True
+
+    @property
     def carry_size(self) -> int:
         return self.own_spec.carry_size
 

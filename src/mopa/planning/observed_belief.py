@@ -28,6 +28,7 @@ from mopa.errors import InvalidParameterError
 from mopa.planning.lookahead import LookaheadParams, LookaheadPlayer
 from mopa.planning.mcts import MCTSPlayer
 from mopa.planning.opponents import PopulationOpponentModel
+from mopa.players import plays_games_in_turn
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +67,11 @@ class ObservedBeliefPlanner:
     @property
     def num_agents(self) -> int:
         return self.planner.num_agents
+
+    @property
+    def games_in_turn(self) -> bool:
+        """The planner's (:func:`~mopa.players.plays_games_in_turn`)."""
+        return plays_games_in_turn(self.planner)
 
     @property
     def carry_size(self) -> int:
