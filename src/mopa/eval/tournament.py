@@ -486,10 +486,7 @@ def _programs(
 
 
 def _program_cells(groups: Sequence[_Group], chosen: tuple[int, ...]) -> np.ndarray:
-    """The entries (rows or columns) of the groups ``chosen`` of a side, in the
-    order a program plays them: the side's own order when every group is chosen."""
-    if len(chosen) == len(groups):
-        return np.arange(sum(len(g.indices) for g in groups))
+    """The entries (rows or columns) of the groups ``chosen`` of a side."""
     return np.array([i for g in chosen for i in groups[g].indices], np.int64)
 
 
@@ -497,24 +494,15 @@ def _play_program(
     env, params, groups_a, groups_b, pairs, keys, rows, columns, *, horizon, mesh
 ) -> EpisodeTotals:
     """:func:`_play_groups` for the row groups ``rows`` and column groups
-    ``columns`` only: leaves ``[R', C', P, N, ...]`` over their entries, in the
-    order of :func:`_program_cells`."""
-    cells_a = _program_cells(groups_a, rows)
-    cells_b = _program_cells(groups_b, columns)
-
-    def local(groups, chosen, cells):  # the groups' entries' places in ``cells``
-        place = {int(c): k for k, c in enumerate(cells)}
-        return tuple(tuple(place[i] for i in groups[g].indices) for g in chosen)
-
-    if len(cells_a) < keys.shape[0] or len(cells_b) < keys.shape[1]:
-        keys = keys[np.ix_(cells_a, cells_b)]
+    ``columns`` only: full ``[R, C, P, N, ...]`` leaves, zero in the cells of the
+    other groups."""
     return _play_groups(
         env,
         params,
         tuple(groups_a[g].player for g in rows),
         tuple(groups_b[g].player for g in columns),
-        local(groups_a, rows, cells_a),
-        local(groups_b, columns, cells_b),
+        tuple(groups_a[g].indices for g in rows),
+        tuple(groups_b[g].indices for g in columns),
         tuple(groups_a[g].params for g in rows),
         tuple(groups_b[g].params for g in columns),
         pairs,
@@ -524,22 +512,20 @@ def _play_program(
     )
 
 
-def _assemble(shape, programs, groups_a, groups_b, played) -> EpisodeTotals:
-    """The programs' leaves ``[R', C', ...]`` written into ``[R, C, ...]`` arrays
-    (``shape``: the keys' ``[R, C, P, N]``)."""
+def _merge(programs, groups_a, groups_b, played) -> EpisodeTotals:
+    """Every program's own cells, taken from its full leaves (:func:`_play_program`)
+    into one set of ``[R, C, ...]`` arrays."""
 
-    def full(*leaves):
-        out = np.zeros(
-            (*shape[:2], *np.shape(leaves[0])[2:]), np.asarray(leaves[0]).dtype
-        )
-        for (rows, columns), leaf in zip(programs, leaves, strict=True):
+    def merge(*leaves):
+        out = np.array(leaves[0])
+        for (rows, columns), leaf in zip(programs[1:], leaves[1:], strict=True):
             index = np.ix_(
                 _program_cells(groups_a, rows), _program_cells(groups_b, columns)
             )
-            out[index] = np.asarray(leaf)
+            out[index] = np.asarray(leaf)[index]
         return out
 
-    return jax.tree.map(full, *played)
+    return jax.tree.map(merge, *played)
 
 
 def play_tournament(
@@ -628,7 +614,7 @@ def play_tournament(
     else:
         with ThreadPoolExecutor(len(programs)) as pool:
             played = list(pool.map(play, programs))
-        totals = _assemble(keys.shape, programs, groups_a, groups_b, played)
+        totals = _merge(programs, groups_a, groups_b, played)
     return TournamentResult(
         row_names=tuple(entry.name for entry in side_a),
         column_names=tuple(entry.name for entry in side_b),

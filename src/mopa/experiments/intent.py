@@ -1301,13 +1301,12 @@ def run_intent(config: IntentConfig, seeds: int | None, progress, stages) -> dic
     meta = run_metadata({})  # the source as the run starts, as meta.json's
     num_seeds = config.num_seeds if seeds is None else seeds
     config = dataclasses.replace(config, num_seeds=num_seeds)
-    train_configs = {
-        c: train_config(config, c, num_seeds).to_dict() for c in TRAIN_CONDITIONS
-    }
+    train_cfgs = {c: train_config(config, c, num_seeds) for c in TRAIN_CONDITIONS}
+    train_configs = {c: cfg.to_dict() for c, cfg in train_cfgs.items()}
 
     def training(condition: str) -> tuple[str, Any, Callable[[Path], Any]]:
         name = f"train_{condition}"
-        cfg = train_config(config, condition, num_seeds)
+        cfg = train_cfgs[condition]
         return (
             name,
             train_configs[condition],
