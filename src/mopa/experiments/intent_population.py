@@ -749,7 +749,7 @@ def build_rows(config, teams: dict, clones: Any) -> dict:
     return rows
 
 
-def _prey_entries(config, teams: dict) -> dict[str, TournamentEntry]:
+def prey_entries(config, teams: dict) -> dict[str, TournamentEntry]:
     """Every trained prey (params ``[1, ...]``) and every out-of-family prey, by
     name."""
     env, _ = intent_game()
@@ -771,7 +771,7 @@ def _eval(config, teams: dict, clone_folder: Path, folder: Path, progress) -> di
     """Every row against every prey; pooled statistics per prey set."""
     env, params = intent_game()
     rows = build_rows(config, teams, load_clones(clone_folder))
-    prey = _prey_entries(config, teams)
+    prey = prey_entries(config, teams)
     key = jax.random.fold_in(jax.random.key(config.seed), 7)
     captures: dict[str, dict[str, list]] = {}
     for name, entry in prey.items():
@@ -900,7 +900,7 @@ def _adaptation(config, teams: dict, clone_folder: Path, folder: Path, progress)
     pop_config = config.population_config()
     clones = load_clones(clone_folder)
     player, entry_params = build_rows(config, teams, clones)["population_planner"]
-    prey = _prey_entries(config, teams)
+    prey = prey_entries(config, teams)
     M, T = config.match_episodes, int(params.max_steps)
     key = jax.random.fold_in(jax.random.key(config.seed), 11)
     beliefs_fn = jax.jit(

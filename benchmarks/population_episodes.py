@@ -1,0 +1,145 @@
+"""The two comparisons of ``mopa experiment intent_population`` that its default
+episode counts leave to chance, played again with more episodes on the same trained
+stages:
+
+* against each out-of-family prey, ``population_planner`` and
+  ``flat_belief_planner`` on the same episodes (paired, as the experiment's
+  ``paired_out_of_family``), ``--out-of-family-episodes`` per predator seed (the
+  default profile plays 50): their per-episode difference and its interval;
+* against the held-out prey, ``population_mcts`` and ``unaware``,
+  ``--held-out-episodes`` per prey and predator seed (the default plays 10): their
+  captures, the ratio of the means and its bootstrap interval
+  (:func:`scipy.stats.bootstrap` over the episodes of each row).
+
+The players, prey, tournament key and pairing are the experiment's own
+(:func:`~mopa.experiments.intent_population.build_rows`,
+:func:`~mopa.experiments.intent_population.prey_entries`); only the episode counts
+differ, so the episodes are new ones. ``--stages`` is the ``stages`` folder of a
+default-profile run (``mopa experiment intent_population --out DIR`` or ``mopa
+verify results/intent_population --scratch DIR``: ``DIR/stages``). Writes ``--out``
+(JSON) and ``--out`` with ``.meta.json`` (config, versions, git SHA)::
+
+    JAX_PLATFORMS=cpu python benchmarks/population_episodes.py \\
+        --stages DIR/stages --out benchmarks/population_episodes.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from mopa.core.devices import use_cpu_devices
+
+use_cpu_devices()  # as the mopa command does, before JAX starts
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+from scipy import stats  # noqa: E402
+
+from mopa.core.runinfo import run_metadata  # noqa: E402
+from mopa.eval.intervals import mean_interval  # noqa: E402
+from mopa.eval.tournament import TournamentEntry, play_tournament  # noqa: E402
+from mopa.experiments import intent_population as ip  # noqa: E402
+from mopa.experiments.intent import intent_game, read_teams  # noqa: E402
+
+
+def _captures(env, params, rows, names, prey, faced, key, episodes, paired):
+    """``[R, P, N]`` captures of rows ``names`` against one prey entry."""
+    side_a = [TournamentEntry(r, rows[r][0], rows[r][1](faced)) for r in names]
+    result = play_tournament(
+        env,
+        params,
+        side_a,
+        [prey],
+        key,
+        num_episodes=episodes,
+        pairing="all",
+        fold_cells=not paired,
+    )
+    return np.asarray(result.metric("captures"), np.float64)[:, 0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stages", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out-of-family-episodes", type=int, default=500)
+    parser.add_argument("--held-out-episodes", type=int, default=100)
+    args = parser.parse_args()
+    config = ip.PROFILES["default"]
+    meta = run_metadata(
+        {
+            "stages": str(args.stages),
+            "out_of_family_episodes": args.out_of_family_episodes,
+            "held_out_episodes": args.held_out_episodes,
+        }
+    )
+    teams = {c: read_teams(args.stages / f"train_{c}") for c in config.conditions}
+    rows = ip.build_rows(config, teams, ip.load_clones(args.stages / "population"))
+    prey = ip.prey_entries(config, teams)
+    env, params = intent_game()
+    key = jax.random.fold_in(jax.random.key(config.seed), 7)  # the eval stage's
+    start = time.perf_counter()
+
+    out_of_family = {}
+    versus = ("population_planner", "flat_belief_planner")
+    for name in config.out_of_family:
+        values = _captures(
+            env, params, rows, versus, prey[name], None, key,
+            args.out_of_family_episodes, config.paired_out_of_family,
+        )  # fmt: skip
+        out_of_family[name] = {
+            **{r: float(values[i].mean()) for i, r in enumerate(versus)},
+            "difference": {
+                **mean_interval(values[0] - values[1]),
+                "n": int(values[0].size),
+            },
+        }
+        print(name, out_of_family[name], flush=True)
+
+    held = ("population_mcts", "unaware")
+    per_prey, pooled = {}, {r: [] for r in held}
+    for name in config.held_out_prey:
+        entry = prey[name]
+        values = _captures(
+            env, params, rows, held, entry, entry.params, key,
+            args.held_out_episodes, False,
+        )  # fmt: skip
+        per_prey[name] = {r: float(values[i].mean()) for i, r in enumerate(held)}
+        for i, r in enumerate(held):
+            pooled[r].append(values[i].ravel())
+        print(name, per_prey[name], flush=True)
+    a, b = (np.concatenate(pooled[r]) for r in held)
+    ratio = stats.bootstrap(
+        (a, b),
+        lambda x, y, axis: x.mean(axis) / y.mean(axis),
+        vectorized=True,
+        paired=False,
+        confidence_level=0.95,
+        n_resamples=9999,
+        random_state=np.random.default_rng(0),
+    )
+    held_out = {
+        **{r: mean_interval(v) for r, v in zip(held, (a, b), strict=True)},
+        "ratio": float(a.mean() / b.mean()),
+        "ratio_ci95": [
+            float(ratio.confidence_interval.low),
+            float(ratio.confidence_interval.high),
+        ],
+        "n_per_row": int(a.size),
+        "per_prey": per_prey,
+    }
+    print(held_out, flush=True)
+    results = {
+        "out_of_family": out_of_family,
+        "held_out": held_out,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+    args.out.write_text(json.dumps(results, indent=1) + "\n")
+    args.out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
