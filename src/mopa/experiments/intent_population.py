@@ -1011,13 +1011,11 @@ def run_intent_population(
     meta = run_metadata({})  # the source as the run starts, as meta.json's
     if seeds is not None:
         config = dataclasses.replace(config, num_seeds=seeds)
-    train_configs = {
-        c: condition_train_config(config, c).to_dict() for c in config.conditions
-    }
+    train_cfgs = {c: condition_train_config(config, c) for c in config.conditions}
+    train_configs = {c: cfg.to_dict() for c, cfg in train_cfgs.items()}
     teams = {}
-    for condition in config.conditions:
+    for condition, cfg in train_cfgs.items():
         name = f"train_{condition}"
-        cfg = condition_train_config(config, condition)
         stages.run(
             name,
             train_configs[condition],
