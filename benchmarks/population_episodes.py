@@ -34,31 +34,21 @@ from mopa.core.devices import use_cpu_devices
 
 use_cpu_devices()  # as the mopa command does, before JAX starts
 
-import jax  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from mopa.core.runinfo import run_metadata  # noqa: E402
 from mopa.eval.intervals import mean_interval  # noqa: E402
-from mopa.eval.tournament import TournamentEntry, play_tournament  # noqa: E402
 from mopa.experiments import intent_population as ip  # noqa: E402
-from mopa.experiments.intent import intent_game, read_teams  # noqa: E402
+from mopa.experiments.intent import read_teams  # noqa: E402
 
 
-def _captures(env, params, rows, names, prey, faced, key, episodes, paired):
-    """``[R, P, N]`` captures of rows ``names`` against one prey entry."""
-    side_a = [TournamentEntry(r, rows[r][0], rows[r][1](faced)) for r in names]
-    result = play_tournament(
-        env,
-        params,
-        side_a,
-        [prey],
-        key,
-        num_episodes=episodes,
-        pairing="all",
-        fold_cells=not paired,
+def _captures(rows, names, entry, key, episodes, paired, faced=None):
+    """``[R, S, N]`` captures of rows ``names`` against one prey entry."""
+    values = ip.play_rows(
+        rows, names, entry, key, num_episodes=episodes, paired=paired, faced=faced
     )
-    return np.asarray(result.metric("captures"), np.float64)[:, 0]
+    return np.stack([np.asarray(values[r], np.float64) for r in names])
 
 
 def main() -> None:
@@ -79,16 +69,15 @@ def main() -> None:
     teams = {c: read_teams(args.stages / f"train_{c}") for c in config.conditions}
     rows = ip.build_rows(config, teams, ip.load_clones(args.stages / "population"))
     prey = ip.prey_entries(config, teams)
-    env, params = intent_game()
-    key = jax.random.fold_in(jax.random.key(config.seed), 7)  # the eval stage's
+    key = ip.eval_key(config)
     start = time.perf_counter()
 
     out_of_family = {}
     versus = ("population_planner", "flat_belief_planner")
     for name in config.out_of_family:
         values = _captures(
-            env, params, rows, versus, prey[name], None, key,
-            args.out_of_family_episodes, config.paired_out_of_family,
+            rows, versus, prey[name], key, args.out_of_family_episodes,
+            config.paired_out_of_family,
         )  # fmt: skip
         out_of_family[name] = {
             **{r: float(values[i].mean()) for i, r in enumerate(versus)},
@@ -104,9 +93,8 @@ def main() -> None:
     for name in config.held_out_prey:
         entry = prey[name]
         values = _captures(
-            env, params, rows, held, entry, entry.params, key,
-            args.held_out_episodes, False,
-        )  # fmt: skip
+            rows, held, entry, key, args.held_out_episodes, False, entry.params
+        )
         per_prey[name] = {r: float(values[i].mean()) for i, r in enumerate(held)}
         for i, r in enumerate(held):
             pooled[r].append(values[i].ravel())

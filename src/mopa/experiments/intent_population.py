@@ -767,33 +767,69 @@ def prey_entries(config, teams: dict) -> dict[str, TournamentEntry]:
 
 
 # -- evaluation ----------------------------------------------------------------------
+def eval_key(config: PopulationExperimentConfig) -> jax.Array:
+    """The key of the ``eval`` stage's tournaments (every prey's episodes)."""
+    return jax.random.fold_in(jax.random.key(config.seed), 7)
+
+
+def play_rows(
+    rows: dict,
+    names: list[str],
+    entry: TournamentEntry,
+    key: jax.Array,
+    *,
+    num_episodes: int,
+    paired: bool,
+    faced: Any = None,
+) -> dict[str, np.ndarray]:
+    """Rows ``names`` of :func:`build_rows` against one prey entry of
+    :func:`prey_entries`.
+
+    Args:
+        paired: every row plays the same episodes (the same keys: starting
+            positions and the prey's draws); otherwise each cell its own.
+        faced: the prey's policy params for ``true_model_planner`` (``None``
+            against a prey outside the family, where that row does not play).
+
+    Returns:
+        ``{ROW: captures [S, num_episodes]}`` (``S`` the predator seeds).
+    """
+    env, params = intent_game()
+    side_a = [TournamentEntry(r, rows[r][0], rows[r][1](faced)) for r in names]
+    result = play_tournament(
+        env,
+        params,
+        side_a,
+        [entry],
+        key,
+        num_episodes=num_episodes,
+        pairing="all",
+        fold_cells=not paired,
+    )
+    values = np.asarray(result.metric("captures"))  # [R, 1, S, N]
+    return {r: values[i, 0] for i, r in enumerate(result.row_names)}
+
+
 def _eval(config, teams: dict, clone_folder: Path, folder: Path, progress) -> dict:
     """Every row against every prey; pooled statistics per prey set."""
-    env, params = intent_game()
     rows = build_rows(config, teams, load_clones(clone_folder))
     prey = prey_entries(config, teams)
-    key = jax.random.fold_in(jax.random.key(config.seed), 7)
+    key = eval_key(config)
     captures: dict[str, dict[str, list]] = {}
     for name, entry in prey.items():
         outside = name in config.out_of_family
         names = [r for r in ROWS if not outside or r != "true_model_planner"]
-        faced = None if outside else entry.params
-        side_a = [TournamentEntry(r, rows[r][0], rows[r][1](faced)) for r in names]
-        progress(f"[eval] {len(side_a)} rows vs {name}")
-        result = play_tournament(
-            env,
-            params,
-            side_a,
-            [entry],
+        progress(f"[eval] {len(names)} rows vs {name}")
+        values = play_rows(
+            rows,
+            names,
+            entry,
             key,
             num_episodes=config.episodes_against(name),
-            pairing="all",
-            fold_cells=not (outside and config.paired_out_of_family),
+            paired=outside and config.paired_out_of_family,
+            faced=None if outside else entry.params,
         )
-        values = result.metric("captures")  # [R, 1, P, N]
-        captures[name] = {
-            r: values[i, 0].tolist() for i, r in enumerate(result.row_names)
-        }
+        captures[name] = {r: v.tolist() for r, v in values.items()}
     write_json(folder / "captures.json", captures)
     S = len(config.predator_seeds)
     pools = {

@@ -1,0 +1,155 @@
+"""The tree search's particles against the fitting set: how
+``mopa experiment intent_population``'s ``population_mcts`` plays the prey its clones
+were fitted to when it draws ``P`` (intent, member) particles per decision instead of
+the config's ``mcts_particles``, at the same simulator budget (fewer particles, more
+simulations: :meth:`~mopa.planning.MCTSConfig.for_budget`).
+
+It tunes on the fitting set only: no held-out prey is played. Every count plays the
+same episodes (one key, :func:`tuning_key`, apart from the ``eval`` stage's, so the
+starting positions and the prey's draws are shared), ``--episodes`` per fitting prey
+and predator seed, so each count's difference from the config's is a paired one, with
+its interval over the episodes. ``unaware`` plays them too, for the ratio the
+experiment's criterion reads.
+
+The rule, fixed before the run: the config keeps its count unless another count
+catches more on the fitting set with its paired interval above 0; then the one of
+those that catches the most.
+
+``--stages`` is the ``stages`` folder of a default-profile run (as in
+``population_episodes.py``). Writes ``--out`` (JSON) and ``--out`` with
+``.meta.json`` (config, versions, git SHA)::
+
+    JAX_PLATFORMS=cpu python benchmarks/population_mcts_particles.py \\
+        --stages DIR/stages --out benchmarks/population_mcts_particles.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+from mopa.core.devices import use_cpu_devices
+
+use_cpu_devices()  # as the mopa command does, before JAX starts
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+from mopa.core.runinfo import run_metadata  # noqa: E402
+from mopa.eval.intervals import mean_interval  # noqa: E402
+from mopa.experiments import intent_population as ip  # noqa: E402
+from mopa.experiments.intent import (  # noqa: E402
+    intent_game,
+    read_teams,
+    tree_search_planner,
+)
+
+
+def tuning_key(config: ip.PopulationExperimentConfig) -> jax.Array:
+    """The episodes' key: the experiment's seed, apart from every stage's."""
+    return jax.random.fold_in(jax.random.key(config.seed), 13)
+
+
+def _fitting_captures(config, teams, clones, row, episodes) -> np.ndarray:
+    """``[prey, S, N]`` captures of ``row`` against every fitting prey."""
+    rows = ip.build_rows(config, teams, clones)
+    prey = ip.prey_entries(config, teams)
+    return np.stack(
+        [
+            np.asarray(
+                ip.play_rows(
+                    rows,
+                    [row],
+                    prey[name],
+                    tuning_key(config),
+                    num_episodes=episodes,
+                    paired=False,
+                    faced=prey[name].params,
+                )[row],
+                np.float64,
+            )
+            for name in config.fitting_prey
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stages", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--episodes", type=int, default=50)
+    parser.add_argument("--particles", type=int, nargs="+", default=[2, 4, 8, 16])
+    args = parser.parse_args()
+    base = ip.PROFILES["default"]
+    if base.mcts_particles not in args.particles:
+        parser.error(f"--particles must include the config's {base.mcts_particles}")
+    meta = run_metadata(
+        {
+            "stages": str(args.stages),
+            "episodes": args.episodes,
+            "particles": args.particles,
+        }
+    )
+    teams = {c: read_teams(args.stages / f"train_{c}") for c in base.conditions}
+    clones = ip.load_clones(args.stages / "population")
+
+    start = time.perf_counter()
+    unaware = _fitting_captures(base, teams, clones, "unaware", args.episodes)
+    print("unaware", unaware.mean(), flush=True)
+    env, _ = intent_game()
+    belief_spec = teams["belief"]["predator"][0]
+    prey_spec = teams["belief"]["prey"][0]
+    captures, counts = {}, {}
+    for particles in args.particles:
+        config = dataclasses.replace(base, mcts_particles=particles)
+        search = tree_search_planner(
+            config.intent_config(), env, belief_spec, prey_spec
+        ).config
+        tic = time.perf_counter()
+        captures[particles] = _fitting_captures(
+            config, teams, clones, "population_mcts", args.episodes
+        )
+        counts[particles] = {
+            "num_simulations": search.num_simulations,
+            "seconds": round(time.perf_counter() - tic, 1),
+        }
+        print(particles, captures[particles].mean(), counts[particles], flush=True)
+
+    reference = captures[base.mcts_particles]
+    by_count = {
+        str(p): {
+            **counts[p],
+            "captures": mean_interval(v),
+            "ratio_to_unaware": float(v.mean() / unaware.mean()),
+            "difference_from_config": mean_interval(v - reference),
+            "per_prey": dict(
+                zip(base.fitting_prey, v.mean(axis=(1, 2)).tolist(), strict=True)
+            ),
+        }
+        for p, v in captures.items()
+    }
+    better = [
+        p
+        for p in args.particles
+        if by_count[str(p)]["difference_from_config"]["ci95"][0] > 0
+    ]
+    chosen = max(better, key=lambda p: captures[p].mean(), default=base.mcts_particles)
+    results = {
+        "fitting_prey": base.fitting_prey,
+        "episodes_per_prey_and_seed": args.episodes,
+        "config_particles": base.mcts_particles,
+        "unaware": mean_interval(unaware),
+        "particles": by_count,
+        "chosen": chosen,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+    print(json.dumps(results, indent=1), flush=True)
+    args.out.write_text(json.dumps(results, indent=1) + "\n")
+    args.out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
