@@ -1,6 +1,6 @@
 """The tree search's particles against the fitting set: how
-``mopa experiment intent_population``'s ``population_mcts`` plays the prey its clones
-were fitted to when it draws ``P`` (intent, member) particles per decision instead of
+``mopa experiment intent_population``'s ``population_mcts`` plays the fitting
+set's prey when it draws ``P`` (intent, member) particles per decision instead of
 the config's ``mcts_particles``, at the same simulator budget (fewer particles, more
 simulations: :meth:`~mopa.planning.MCTSConfig.for_budget`).
 
@@ -11,9 +11,17 @@ and predator seed, so each count's difference from the config's is a paired one,
 its interval over the episodes. ``unaware`` plays them too, for the ratio the
 experiment's criterion reads.
 
-The rule, fixed before the run: the config keeps its count unless another count
-catches more on the fitting set with its paired interval above 0; then the one of
-those that catches the most.
+With its full library a planner has the faced fitting prey's own clone, which no
+held-out prey has. ``--leave-one-out`` plays each fitting prey with the library the
+``population`` stage would fit on the *other* fitting prey
+(:func:`~mopa.experiments.intent_population.fit_library`: their member clones and
+the pooled clone of their data), so every game is against a prey outside the
+planner's library, as against a held-out prey, and still no held-out prey is played
+or read.
+
+The rule, fixed before the first run (the full library): the config keeps its
+count unless another count catches more on the fitting set with its paired interval
+above 0; then the one of those that catches the most (``chosen``).
 
 ``--stages`` is the ``stages`` folder of a default-profile run (as in
 ``population_episodes.py``). Writes ``--out`` (JSON) and ``--out`` with
@@ -53,27 +61,27 @@ def tuning_key(config: ip.PopulationExperimentConfig) -> jax.Array:
     return jax.random.fold_in(jax.random.key(config.seed), 13)
 
 
-def _fitting_captures(config, teams, clones, row, episodes) -> np.ndarray:
-    """``[prey, S, N]`` captures of ``row`` against every fitting prey."""
-    rows = ip.build_rows(config, teams, clones)
+def _fitting_captures(config, teams, libraries, row, episodes) -> np.ndarray:
+    """``[prey, S, N]`` captures of ``row`` against every fitting prey, each
+    with its library."""
     prey = ip.prey_entries(config, teams)
-    return np.stack(
-        [
-            np.asarray(
-                ip.play_rows(
-                    rows,
-                    [row],
-                    prey[name],
-                    tuning_key(config),
-                    num_episodes=episodes,
-                    paired=False,
-                    faced=prey[name].params,
-                )[row],
-                np.float64,
-            )
-            for name in config.fitting_prey
-        ]
-    )
+    rows = {}
+    captures = []
+    for name in config.fitting_prey:
+        library = libraries[name]
+        if id(library) not in rows:
+            rows[id(library)] = ip.build_rows(config, teams, library)
+        values = ip.play_rows(
+            rows[id(library)],
+            [row],
+            prey[name],
+            tuning_key(config),
+            num_episodes=episodes,
+            paired=False,
+            faced=prey[name].params,
+        )
+        captures.append(np.asarray(values[row], np.float64))
+    return np.stack(captures)
 
 
 def main() -> None:
@@ -82,6 +90,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--episodes", type=int, default=50)
     parser.add_argument("--particles", type=int, nargs="+", default=[2, 4, 8, 16])
+    parser.add_argument("--leave-one-out", action="store_true")
     args = parser.parse_args()
     base = ip.PROFILES["default"]
     if base.mcts_particles not in args.particles:
@@ -91,13 +100,25 @@ def main() -> None:
             "stages": str(args.stages),
             "episodes": args.episodes,
             "particles": args.particles,
+            "leave_one_out": args.leave_one_out,
         }
     )
     teams = {c: read_teams(args.stages / f"train_{c}") for c in base.conditions}
-    clones = ip.load_clones(args.stages / "population")
-
     start = time.perf_counter()
-    unaware = _fitting_captures(base, teams, clones, "unaware", args.episodes)
+    if args.leave_one_out:
+        libraries = {
+            name: ip.fit_library(
+                base,
+                args.stages / "data",
+                [n for n in base.fitting_prey if n != name],
+            )[0]
+            for name in base.fitting_prey
+        }
+    else:
+        clones = ip.load_clones(args.stages / "population")
+        libraries = dict.fromkeys(base.fitting_prey, clones)
+    print("libraries", round(time.perf_counter() - start, 1), flush=True)
+    unaware = _fitting_captures(base, teams, libraries, "unaware", args.episodes)
     print("unaware", unaware.mean(), flush=True)
     env, _ = intent_game()
     belief_spec = teams["belief"]["predator"][0]
@@ -110,7 +131,7 @@ def main() -> None:
         ).config
         tic = time.perf_counter()
         captures[particles] = _fitting_captures(
-            config, teams, clones, "population_mcts", args.episodes
+            config, teams, libraries, "population_mcts", args.episodes
         )
         counts[particles] = {
             "num_simulations": search.num_simulations,
@@ -139,6 +160,7 @@ def main() -> None:
     chosen = max(better, key=lambda p: captures[p].mean(), default=base.mcts_particles)
     results = {
         "fitting_prey": base.fitting_prey,
+        "leave_one_out": args.leave_one_out,
         "episodes_per_prey_and_seed": args.episodes,
         "config_particles": base.mcts_particles,
         "unaware": mean_interval(unaware),

@@ -125,6 +125,7 @@ from mopa.opponent.bc import BCConfig
 from mopa.opponent.calibration import accuracy_by_step, ece_by_step
 from mopa.opponent.data import generate, load_dataset, save_dataset
 from mopa.opponent.population import (
+    MemberData,
     PopulationBeliefState,
     PopulationConfig,
     fit_population,
@@ -502,14 +503,28 @@ def _prey_arrays(dataset) -> tuple[jax.Array, jax.Array, np.ndarray]:
 POPULATION_FORMAT = "mopa-population-clones"
 
 
-def _population(config, data_folder: Path, folder: Path) -> dict:
-    """The clone library fitted on the fitting set's data only."""
+def fit_library(
+    config: PopulationExperimentConfig, data_folder: Path, names: list[str]
+) -> tuple[Any, tuple, list[MemberData]]:
+    """The clone library of prey ``names`` (one member each, in order, then the
+    pooled member when the config has one), fitted on their data in a ``data``
+    stage's folder as the ``population`` stage fits the fitting set's.
+
+    Returns:
+        ``(clones, metrics, members)``: :func:`~mopa.opponent.population.
+        fit_population`'s weights and metrics, and each prey's examples.
+    """
     members = [
-        member_data(load_dataset(data_folder / f"{name}.npz"), "prey")
-        for name in config.fitting_prey
+        member_data(load_dataset(data_folder / f"{name}.npz"), "prey") for name in names
     ]
     key = jax.random.fold_in(jax.random.key(config.seed), 5)
     clones, metrics = fit_population(key, config.population_config(), members)
+    return clones, metrics, members
+
+
+def _population(config, data_folder: Path, folder: Path) -> dict:
+    """The clone library fitted on the fitting set's data only."""
+    clones, metrics, members = fit_library(config, data_folder, config.fitting_prey)
     write_msgpack(
         folder / "clones.msgpack",
         {"format": POPULATION_FORMAT, "version": 1, "params": jax.device_get(clones)},
