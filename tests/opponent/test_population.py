@@ -19,6 +19,7 @@ from mopa.opponent import population as P  # noqa: N812
 from mopa.opponent.bc import BCConfig, bc_logits, init_bc_params, make_train
 from mopa.opponent.data import TrajectoryDataset
 from mopa.planning import (
+    FallbackLatent,
     FunctionOpponentModel,
     LookaheadConfig,
     LookaheadParams,
@@ -529,6 +530,43 @@ def test_population_model_hides_the_true_intent_and_samples_the_belief(
     member_2 = jax.tree.map(lambda x: x[2], clone_params)
     want = bc_logits(config.clone, member_2, prey_obs, jnp.eye(4)[jnp.array([1])])
     np.testing.assert_allclose(told[0], want, rtol=1e-5, atol=1e-6)
+
+
+def test_greedy_population_model_plays_each_members_argmax(intent_planning):
+    env, env_params, _, config, clone_params, _, state = intent_planning
+    obs = env.observe(state, env_params)
+    fallback = clone_told(config, 0)
+    member = P.PopulationLatent(jnp.int32(3), jnp.int32(1))
+    params = PopulationModelParams(
+        clone_params,
+        SURE,
+        none_fits=jnp.float32(0.0),
+        fallback_params=jax.tree.map(lambda x: x[2], clone_params),
+    )
+
+    def imagined(outside):
+        return FallbackLatent(member, jnp.bool_(outside), jnp.zeros((0,)))
+
+    for kwargs, latent in (
+        ({}, member),
+        ({"fallback": fallback}, imagined(False)),
+    ):
+        sampled = PopulationOpponentModel(config, PREY, **kwargs).logits(
+            params, latent, obs
+        )
+        greedy = PopulationOpponentModel(config, PREY, greedy=True, **kwargs).logits(
+            params, latent, obs
+        )
+        best = np.argmax(np.asarray(sampled), -1)
+        np.testing.assert_array_equal(np.argmax(np.asarray(greedy), -1), best)
+        assert np.all(np.isneginf(np.asarray(greedy)).sum(-1) == 4)
+    # the fallback's own logits are left as they are
+    np.testing.assert_allclose(
+        PopulationOpponentModel(config, PREY, fallback=fallback, greedy=True).logits(
+            params, imagined(True), obs
+        ),
+        fallback.logits(params.fallback_params, None, obs),
+    )
 
 
 def clone_told(config, intent):

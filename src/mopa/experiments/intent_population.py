@@ -228,6 +228,13 @@ class PopulationExperimentConfig:
     (:class:`~mopa.planning.PopulationOpponentModel`'s ``fallback``, the
     GSCU-style conservative fallback). Off: an opponent no member fits is imagined
     as drawn from the prior over members."""
+    greedy_population_model: bool = dataclasses.field(
+        default=False, metadata={ABSENT_MEANS: False}
+    )
+    """The population planners imagine each member playing its clone's argmax
+    (:class:`~mopa.planning.PopulationOpponentModel`'s ``greedy``), as the own-seed
+    and true-model planners imagine their prey under ``greedy_prey_model``. Off:
+    a member's moves are drawn from its clone."""
     bayes_epsilon: float = 0.05
     """Likelihood floor of every Bayes update (own-seed, true-model, population)."""
     fallback_prior: float = 0.01
@@ -699,7 +706,10 @@ def build_rows(config, teams: dict, clones: Any) -> dict:
     M = jax.tree.leaves(clones)[0].shape[0]
     flat = lookahead_planner(icfg, env, belief_spec, prey_spec).opponent_model
     model = PopulationOpponentModel(
-        pop_config, team=PREY, fallback=flat if config.fallback_model else None
+        pop_config,
+        team=PREY,
+        fallback=flat if config.fallback_model else None,
+        greedy=config.greedy_population_model,
     )
     population = dict(
         env=env,
@@ -1121,6 +1131,7 @@ def run_intent_population(
             name: getattr(config, name)
             for name in (
                 "fallback_model",
+                "greedy_population_model",
                 "planner_prior",
                 "greedy_prey_model",
                 "planner_rollouts",

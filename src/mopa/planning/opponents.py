@@ -319,6 +319,9 @@ class PopulationOpponentModel:
     """The model of an opponent outside the family (its params are
     ``params.fallback_params``); ``None``: such an opponent is imagined as drawn
     from the belief (:func:`~mopa.opponent.population.joint_belief`)."""
+    greedy: bool = False
+    """An imagined member plays its clone's argmax action (for opponents known to
+    play their policy's mode); the fallback keeps its own setting."""
 
     def __post_init__(self):
         if not isinstance(self.config, PopulationConfig):
@@ -372,17 +375,14 @@ class PopulationOpponentModel:
         obs: TeamArrays,
     ) -> jax.Array:
         own = obs[self.team]  # [O, D]
-        if self.fallback is None:
-            return member_logits(
-                self.config, params.clone_params, latent.member, latent.intent, own
-            )
+        member = latent if self.fallback is None else latent.family
         family = member_logits(
-            self.config,
-            params.clone_params,
-            latent.family.member,
-            latent.family.intent,
-            own,
+            self.config, params.clone_params, member.member, member.intent, own
         )
+        if self.greedy:
+            family = greedy_logits(family)
+        if self.fallback is None:
+            return family
         outside = self.fallback.logits(params.fallback_params, latent.fallback, obs)
         return jnp.where(latent.outside, outside, family)
 

@@ -1,15 +1,15 @@
-"""The tree search's particles against the fitting set: how
-``mopa experiment intent_population``'s ``population_mcts`` plays the fitting
-set's prey when it draws ``P`` (intent, member) particles per decision instead of
-the config's ``mcts_particles``, at the same simulator budget (fewer particles, more
-simulations: :meth:`~mopa.planning.MCTSConfig.for_budget`).
+"""A planner setting of ``mopa experiment intent_population`` tuned against the
+fitting set: how a population row (``--row``, default ``population_mcts``) plays
+the fitting set's prey with each value of one config field (``--vary FIELD
+VALUE...``, e.g. ``mcts_particles 2 4 8 16``, ``greedy_population_model false
+true``; values are JSON), every other field the default profile's.
 
-It tunes on the fitting set only: no held-out prey is played. Every count plays the
-same episodes (one key, :func:`tuning_key`, apart from the ``eval`` stage's, so the
+It tunes on the fitting set only: no held-out prey is played. Every value plays the
+same episodes (one key, :func:`tuning_key`, apart from every stage's, so the
 starting positions and the prey's draws are shared), ``--episodes`` per fitting prey
-and predator seed, so each count's difference from the config's is a paired one, with
-its interval over the episodes. ``unaware`` plays them too, for the ratio the
-experiment's criterion reads.
+and predator seed, so each value's difference from the config's is a paired one,
+with its interval over the episodes. ``unaware`` plays them too, for the ratio the
+experiment's criteria read.
 
 With its full library a planner has the faced fitting prey's own clone, which no
 held-out prey has. ``--leave-one-out`` plays each fitting prey with the library the
@@ -19,16 +19,17 @@ the pooled clone of their data), so every game is against a prey outside the
 planner's library, as against a held-out prey, and still no held-out prey is played
 or read.
 
-The rule, fixed before the first run (the full library): the config keeps its
-count unless another count catches more on the fitting set with its paired interval
-above 0; then the one of those that catches the most (``chosen``).
+The rule, fixed before the first run: the config keeps its value unless another
+value catches more with its paired interval above 0; then the one of those that
+catches the most (``chosen``).
 
 ``--stages`` is the ``stages`` folder of a default-profile run (as in
 ``population_episodes.py``). Writes ``--out`` (JSON) and ``--out`` with
 ``.meta.json`` (config, versions, git SHA)::
 
-    JAX_PLATFORMS=cpu python benchmarks/population_mcts_particles.py \\
-        --stages DIR/stages --out benchmarks/population_mcts_particles.json
+    JAX_PLATFORMS=cpu python benchmarks/population_tuning.py \\
+        --vary greedy_population_model false true --leave-one-out \\
+        --stages DIR/stages --out benchmarks/population_greedy_loo.json
 """
 
 from __future__ import annotations
@@ -89,17 +90,22 @@ def main() -> None:
     parser.add_argument("--stages", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--episodes", type=int, default=50)
-    parser.add_argument("--particles", type=int, nargs="+", default=[2, 4, 8, 16])
+    parser.add_argument("--vary", nargs="+", required=True, metavar="FIELD VALUE")
+    parser.add_argument("--row", default="population_mcts")
     parser.add_argument("--leave-one-out", action="store_true")
     args = parser.parse_args()
     base = ip.PROFILES["default"]
-    if base.mcts_particles not in args.particles:
-        parser.error(f"--particles must include the config's {base.mcts_particles}")
+    field, values = args.vary[0], [json.loads(v) for v in args.vary[1:]]
+    if not hasattr(base, field) or len(values) < 2:
+        parser.error("--vary: a field of the experiment's config and two values")
+    if getattr(base, field) not in values:
+        parser.error(f"--vary must include the config's value, {getattr(base, field)}")
     meta = run_metadata(
         {
             "stages": str(args.stages),
             "episodes": args.episodes,
-            "particles": args.particles,
+            "vary": {field: values},
+            "row": args.row,
             "leave_one_out": args.leave_one_out,
         }
     )
@@ -123,26 +129,29 @@ def main() -> None:
     env, _ = intent_game()
     belief_spec = teams["belief"]["predator"][0]
     prey_spec = teams["belief"]["prey"][0]
-    captures, counts = {}, {}
-    for particles in args.particles:
-        config = dataclasses.replace(base, mcts_particles=particles)
+    captures, runs = [], []
+    for value in values:
+        config = dataclasses.replace(base, **{field: value})
         search = tree_search_planner(
             config.intent_config(), env, belief_spec, prey_spec
         ).config
         tic = time.perf_counter()
-        captures[particles] = _fitting_captures(
-            config, teams, libraries, "population_mcts", args.episodes
+        captures.append(
+            _fitting_captures(config, teams, libraries, args.row, args.episodes)
         )
-        counts[particles] = {
-            "num_simulations": search.num_simulations,
-            "seconds": round(time.perf_counter() - tic, 1),
-        }
-        print(particles, captures[particles].mean(), counts[particles], flush=True)
+        runs.append(
+            {
+                "tree_search_simulations": search.num_simulations,
+                "seconds": round(time.perf_counter() - tic, 1),
+            }
+        )
+        print(value, captures[-1].mean(), runs[-1], flush=True)
 
-    reference = captures[base.mcts_particles]
-    by_count = {
-        str(p): {
-            **counts[p],
+    reference = captures[values.index(getattr(base, field))]
+    by_value = [
+        {
+            "value": value,
+            **run,
             "captures": mean_interval(v),
             "ratio_to_unaware": float(v.mean() / unaware.mean()),
             "difference_from_config": mean_interval(v - reference),
@@ -150,22 +159,20 @@ def main() -> None:
                 zip(base.fitting_prey, v.mean(axis=(1, 2)).tolist(), strict=True)
             ),
         }
-        for p, v in captures.items()
-    }
-    better = [
-        p
-        for p in args.particles
-        if by_count[str(p)]["difference_from_config"]["ci95"][0] > 0
+        for value, run, v in zip(values, runs, captures, strict=True)
     ]
-    chosen = max(better, key=lambda p: captures[p].mean(), default=base.mcts_particles)
+    better = [r for r in by_value if r["difference_from_config"]["ci95"][0] > 0]
+    chosen = max(better, key=lambda r: r["captures"]["mean"], default=None)
     results = {
+        "field": field,
+        "row": args.row,
         "fitting_prey": base.fitting_prey,
         "leave_one_out": args.leave_one_out,
         "episodes_per_prey_and_seed": args.episodes,
-        "config_particles": base.mcts_particles,
+        "config_value": getattr(base, field),
         "unaware": mean_interval(unaware),
-        "particles": by_count,
-        "chosen": chosen,
+        "values": by_value,
+        "chosen": getattr(base, field) if chosen is None else chosen["value"],
         "seconds": round(time.perf_counter() - start, 1),
     }
     print(json.dumps(results, indent=1), flush=True)
