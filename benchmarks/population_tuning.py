@@ -2,7 +2,8 @@
 fitting set: how a population row (``--row``, default ``population_mcts``) plays
 the fitting set's prey with each value of one config field (``--vary FIELD
 VALUE...``, e.g. ``mcts_particles 2 4 8 16``, ``greedy_population_model false
-true``; values are JSON), every other field the default profile's.
+true``, ``bc_hidden [128,128] [256,256]``; values are JSON), every other field the
+default profile's. A field of the clone library refits it for each value.
 
 It tunes on the fitting set only: no held-out prey is played. Every value plays the
 same episodes (one key, :func:`tuning_key`, apart from every stage's, so the
@@ -18,6 +19,12 @@ held-out prey has. ``--leave-one-out`` plays each fitting prey with the library 
 the pooled clone of their data), so every game is against a prey outside the
 planner's library, as against a held-out prey, and still no held-out prey is played
 or read.
+
+``--metric log_likelihood`` plays no games: each value's score is the
+log-likelihood per move of every fitting prey's data (its ``data`` stage's
+episodes) under the population's Bayes predictive from a fresh belief, as the
+``belief`` stage scores the held-out prey, paired over those episodes; with
+``--leave-one-out``, a cross-validated likelihood of a library setting.
 
 The rule, fixed before the first run: the config keeps its value unless another
 value catches more with its paired interval above 0; then the one of those that
@@ -55,6 +62,8 @@ from mopa.experiments.intent import (  # noqa: E402
     read_teams,
     tree_search_planner,
 )
+from mopa.opponent.data import load_dataset  # noqa: E402
+from mopa.opponent.population import population_log_probs  # noqa: E402
 
 
 def tuning_key(config: ip.PopulationExperimentConfig) -> jax.Array:
@@ -85,6 +94,46 @@ def _fitting_captures(config, teams, libraries, row, episodes) -> np.ndarray:
     return np.stack(captures)
 
 
+def _fitting_log_likelihood(config, stages, libraries) -> np.ndarray:
+    """``[prey, E]`` log-likelihood per move of each episode of every fitting
+    prey's data under the population's Bayes predictive (from a fresh belief, as
+    the ``belief`` stage scores held-out prey), each prey with its library."""
+    pop_config = config.population_config()
+    per_prey = []
+    for name in config.fitting_prey:
+        data = load_dataset(stages / "data" / f"{name}.npz")
+        obs, actions, _ = ip.prey_arrays(data)
+        log_probs = population_log_probs(pop_config, libraries[name], obs)
+        states = ip.episode_beliefs(
+            log_probs, actions, config.bayes_epsilon, config.fallback_prior
+        )
+        per_prey.append(np.asarray(states.log_likelihood[:, -1]) / actions.shape[1])
+    return np.stack(per_prey)
+
+
+def _libraries(config, stages: Path, leave_one_out: bool, cache: dict) -> dict:
+    """``{fitting prey: clone library}``: with ``leave_one_out`` the library of
+    the other fitting prey, else the fitting set's (the ``population`` stage's
+    when ``config``'s library is the stage's); fitted once per library config."""
+    library = config.population_config()
+    if library not in cache:
+        names = config.fitting_prey
+        if leave_one_out:
+            cache[library] = {
+                name: ip.fit_library(
+                    config, stages / "data", [n for n in names if n != name]
+                )[0]
+                for name in names
+            }
+        else:
+            if library == ip.PROFILES["default"].population_config():
+                clones = ip.load_clones(stages / "population")
+            else:
+                clones = ip.fit_library(config, stages / "data", names)[0]
+            cache[library] = dict.fromkeys(names, clones)
+    return cache[library]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--stages", type=Path, required=True)
@@ -93,9 +142,14 @@ def main() -> None:
     parser.add_argument("--vary", nargs="+", required=True, metavar="FIELD VALUE")
     parser.add_argument("--row", default="population_mcts")
     parser.add_argument("--leave-one-out", action="store_true")
+    parser.add_argument(
+        "--metric", choices=("captures", "log_likelihood"), default="captures"
+    )
     args = parser.parse_args()
     base = ip.PROFILES["default"]
-    field, values = args.vary[0], [json.loads(v) for v in args.vary[1:]]
+    field = args.vary[0]
+    values = [json.loads(v) for v in args.vary[1:]]  # lists: the config's tuples
+    values = [tuple(v) if isinstance(v, list) else v for v in values]
     if not hasattr(base, field) or len(values) < 2:
         parser.error("--vary: a field of the experiment's config and two values")
     if getattr(base, field) not in values:
@@ -107,25 +161,17 @@ def main() -> None:
             "vary": {field: values},
             "row": args.row,
             "leave_one_out": args.leave_one_out,
+            "metric": args.metric,
         }
     )
     teams = {c: read_teams(args.stages / f"train_{c}") for c in base.conditions}
     start = time.perf_counter()
-    if args.leave_one_out:
-        libraries = {
-            name: ip.fit_library(
-                base,
-                args.stages / "data",
-                [n for n in base.fitting_prey if n != name],
-            )[0]
-            for name in base.fitting_prey
-        }
-    else:
-        clones = ip.load_clones(args.stages / "population")
-        libraries = dict.fromkeys(base.fitting_prey, clones)
-    print("libraries", round(time.perf_counter() - start, 1), flush=True)
-    unaware = _fitting_captures(base, teams, libraries, "unaware", args.episodes)
-    print("unaware", unaware.mean(), flush=True)
+    cache: dict = {}
+    by_episode = args.metric == "log_likelihood"
+    if not by_episode:
+        libraries = _libraries(base, args.stages, args.leave_one_out, cache)
+        unaware = _fitting_captures(base, teams, libraries, "unaware", args.episodes)
+        print("unaware", unaware.mean(), flush=True)
     env, _ = intent_game()
     belief_spec = teams["belief"]["predator"][0]
     prey_spec = teams["belief"]["prey"][0]
@@ -136,9 +182,13 @@ def main() -> None:
             config.intent_config(), env, belief_spec, prey_spec
         ).config
         tic = time.perf_counter()
-        captures.append(
-            _fitting_captures(config, teams, libraries, args.row, args.episodes)
-        )
+        libraries = _libraries(config, args.stages, args.leave_one_out, cache)
+        if by_episode:
+            captures.append(_fitting_log_likelihood(config, args.stages, libraries))
+        else:
+            captures.append(
+                _fitting_captures(config, teams, libraries, args.row, args.episodes)
+            )
         runs.append(
             {
                 "tree_search_simulations": search.num_simulations,
@@ -152,25 +202,30 @@ def main() -> None:
         {
             "value": value,
             **run,
-            "captures": mean_interval(v),
-            "ratio_to_unaware": float(v.mean() / unaware.mean()),
+            args.metric: mean_interval(v),
+            **({} if by_episode else {"ratio_to_unaware": v.mean() / unaware.mean()}),
             "difference_from_config": mean_interval(v - reference),
             "per_prey": dict(
-                zip(base.fitting_prey, v.mean(axis=(1, 2)).tolist(), strict=True)
+                zip(
+                    base.fitting_prey,
+                    v.reshape(len(v), -1).mean(1).tolist(),
+                    strict=True,
+                )
             ),
         }
         for value, run, v in zip(values, runs, captures, strict=True)
     ]
     better = [r for r in by_value if r["difference_from_config"]["ci95"][0] > 0]
-    chosen = max(better, key=lambda r: r["captures"]["mean"], default=None)
+    chosen = max(better, key=lambda r: r[args.metric]["mean"], default=None)
     results = {
         "field": field,
-        "row": args.row,
+        "metric": args.metric,
+        "row": None if by_episode else args.row,
         "fitting_prey": base.fitting_prey,
         "leave_one_out": args.leave_one_out,
         "episodes_per_prey_and_seed": args.episodes,
         "config_value": getattr(base, field),
-        "unaware": mean_interval(unaware),
+        "unaware": None if by_episode else mean_interval(unaware),
         "values": by_value,
         "chosen": getattr(base, field) if chosen is None else chosen["value"],
         "seconds": round(time.perf_counter() - start, 1),

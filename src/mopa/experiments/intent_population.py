@@ -497,7 +497,7 @@ def _data(config, teams: dict, folder: Path, progress) -> dict:
     return {"episodes_per_prey": config.data_episodes}
 
 
-def _prey_arrays(dataset) -> tuple[jax.Array, jax.Array, np.ndarray]:
+def prey_arrays(dataset) -> tuple[jax.Array, jax.Array, np.ndarray]:
     """``(obs [E, T, 1, D], actions [E, T, 1], intents [E])`` of the prey."""
     return (
         jnp.asarray(dataset.episodes("obs.prey")),
@@ -595,7 +595,7 @@ def _belief(config, clone_folder: Path, data_folder: Path, folder: Path) -> dict
     beliefs, labels = [], []
     population_ll, clone_ll, moves = {}, {}, {}
     for name in config.held_out_prey:
-        obs, actions, intents = _prey_arrays(load_dataset(data_folder / f"{name}.npz"))
+        obs, actions, intents = prey_arrays(load_dataset(data_folder / f"{name}.npz"))
         log_probs = log_probs_fn(clones, obs)  # [E, T, 1, K, M, A]
         states = episode_beliefs(log_probs, actions, eps, prior)
         # The belief acted on at step t has seen the moves before t.
