@@ -94,15 +94,16 @@ def _fitting_captures(config, teams, libraries, row, episodes) -> np.ndarray:
     return np.stack(captures)
 
 
-def _fitting_log_likelihood(config, stages, libraries) -> np.ndarray:
+def _fitting_log_likelihood(config, arrays, libraries) -> np.ndarray:
     """``[prey, E]`` log-likelihood per move of each episode of every fitting
-    prey's data under the population's Bayes predictive (from a fresh belief, as
-    the ``belief`` stage scores held-out prey), each prey with its library."""
+    prey's data (``arrays``: :func:`~mopa.experiments.intent_population.
+    prey_arrays` by prey) under the population's Bayes predictive (from a fresh
+    belief, as the ``belief`` stage scores held-out prey), each prey with its
+    library."""
     pop_config = config.population_config()
     per_prey = []
     for name in config.fitting_prey:
-        data = load_dataset(stages / "data" / f"{name}.npz")
-        obs, actions, _ = ip.prey_arrays(data)
+        obs, actions, _ = arrays[name]
         log_probs = population_log_probs(pop_config, libraries[name], obs)
         states = ip.episode_beliefs(
             log_probs, actions, config.bayes_epsilon, config.fallback_prior
@@ -168,7 +169,12 @@ def main() -> None:
     start = time.perf_counter()
     cache: dict = {}
     by_episode = args.metric == "log_likelihood"
-    if not by_episode:
+    if by_episode:
+        arrays = {
+            name: ip.prey_arrays(load_dataset(args.stages / "data" / f"{name}.npz"))
+            for name in base.fitting_prey
+        }
+    else:
         libraries = _libraries(base, args.stages, args.leave_one_out, cache)
         unaware = _fitting_captures(base, teams, libraries, "unaware", args.episodes)
         print("unaware", unaware.mean(), flush=True)
@@ -184,7 +190,7 @@ def main() -> None:
         tic = time.perf_counter()
         libraries = _libraries(config, args.stages, args.leave_one_out, cache)
         if by_episode:
-            captures.append(_fitting_log_likelihood(config, args.stages, libraries))
+            captures.append(_fitting_log_likelihood(config, arrays, libraries))
         else:
             captures.append(
                 _fitting_captures(config, teams, libraries, args.row, args.episodes)

@@ -288,7 +288,8 @@ class PopulationExperimentConfig:
     """(Intent, member) pairs drawn from the belief per tree search, at the
     lookahead's simulator budget (fewer particles, more simulations: 8 gives 75
     simulations a decision, 2 gives 277). Against the fitting set 2 catches more
-    (``benchmarks/population_mcts_particles.py``); against held-out prey the two
+    (``benchmarks/population_tuning.py --vary mcts_particles``); against held-out
+    prey the two
     catch the same, and 2 takes 1.9x the search's time (RESULTS.md)."""
     distance_weight: float = 1.0
     """Weight of the imagined prey's distance to the nearest predator at the
