@@ -11,6 +11,11 @@ stages:
   captures, the ratio of the means and its bootstrap interval
   (:func:`scipy.stats.bootstrap` over the episodes of each row).
 
+``--out-of-family-row`` plays another row than ``population_planner`` against
+``flat_belief_planner`` there (e.g. ``population_mcts``); ``--set FIELD VALUE``
+(repeatable, values JSON) changes a field of the default profile's config; an
+episode count of 0 skips that comparison.
+
 The players, prey, tournament key and pairing are the experiment's own
 (:func:`~mopa.experiments.intent_population.build_rows`,
 :func:`~mopa.experiments.intent_population.prey_entries`); only the episode counts
@@ -26,6 +31,7 @@ verify results/intent_population --scratch DIR``: ``DIR/stages``). Writes ``--ou
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -57,13 +63,26 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--out-of-family-episodes", type=int, default=500)
     parser.add_argument("--held-out-episodes", type=int, default=100)
+    parser.add_argument("--out-of-family-row", default="population_planner")
+    parser.add_argument(
+        "--set", nargs=2, action="append", default=[], metavar=("FIELD", "VALUE")
+    )
     args = parser.parse_args()
-    config = ip.PROFILES["default"]
+    changes = {field: json.loads(value) for field, value in args.set}
+    changes = {f: tuple(v) if isinstance(v, list) else v for f, v in changes.items()}
+    unknown = [f for f in changes if not hasattr(ip.PROFILES["default"], f)]
+    if unknown:
+        parser.error(f"--set: not fields of the experiment's config: {unknown}")
+    if args.out_of_family_row not in ip.ROWS:
+        parser.error(f"--out-of-family-row must be one of {list(ip.ROWS)}")
+    config = dataclasses.replace(ip.PROFILES["default"], **changes)
     meta = run_metadata(
         {
             "stages": str(args.stages),
             "out_of_family_episodes": args.out_of_family_episodes,
             "held_out_episodes": args.held_out_episodes,
+            "out_of_family_row": args.out_of_family_row,
+            "set": changes,
         }
     )
     teams = {c: read_teams(args.stages / f"train_{c}") for c in config.conditions}
@@ -73,8 +92,8 @@ def main() -> None:
     start = time.perf_counter()
 
     out_of_family = {}
-    versus = ("population_planner", "flat_belief_planner")
-    for name in config.out_of_family:
+    versus = (args.out_of_family_row, "flat_belief_planner")
+    for name in config.out_of_family if args.out_of_family_episodes else ():
         values = _captures(
             rows, versus, prey[name], key, args.out_of_family_episodes,
             config.paired_out_of_family,
@@ -90,6 +109,9 @@ def main() -> None:
 
     held = ("population_mcts", "unaware")
     per_prey, pooled = {}, {r: [] for r in held}
+    if not args.held_out_episodes:
+        _write(args, {"out_of_family": out_of_family}, start, meta)
+        return
     for name in config.held_out_prey:
         entry = prey[name]
         values = _captures(
@@ -120,11 +142,11 @@ def main() -> None:
         "per_prey": per_prey,
     }
     print(held_out, flush=True)
-    results = {
-        "out_of_family": out_of_family,
-        "held_out": held_out,
-        "seconds": round(time.perf_counter() - start, 1),
-    }
+    _write(args, {"out_of_family": out_of_family, "held_out": held_out}, start, meta)
+
+
+def _write(args, results, start, meta) -> None:
+    results["seconds"] = round(time.perf_counter() - start, 1)
     args.out.write_text(json.dumps(results, indent=1) + "\n")
     args.out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1) + "\n")
 
