@@ -19,11 +19,14 @@ import pytest
 from mopa.cli.main import main
 from mopa.errors import InvalidParameterError
 from mopa.experiments import run_experiment
+from mopa.experiments.intent import read_teams
 from mopa.experiments.intent_population import (
     PROFILES,
     ROWS,
     PopulationExperimentConfig,
     _population,
+    build_rows,
+    load_clones,
     match_beliefs,
     planner_difference,
 )
@@ -226,6 +229,28 @@ def test_the_split_is_validated():
     # The recognition rule by default; a given prior as given.
     assert PopulationExperimentConfig(fallback_prior=0.02).planner_prior == 0.98
     assert PopulationExperimentConfig(planning_prior=0.3).planner_prior == 0.3
+    # The tree search's own: the belief's prior by default, the lookahead's on None.
+    assert PopulationExperimentConfig().mcts_prior == 0.01
+    assert PopulationExperimentConfig(mcts_planning_prior=None).mcts_prior == 0.99
+    with pytest.raises(
+        InvalidParameterError, match=r"mcts_planning_prior must be in \(0, 1\)"
+    ):
+        PopulationExperimentConfig(mcts_planning_prior=0.0)
+
+
+def test_each_population_row_plans_on_its_own_prior(quick_run):
+    stages = quick_run / "stages"
+    teams = {c: read_teams(stages / f"train_{c}") for c in QUICK.conditions}
+    config = dataclasses.replace(QUICK, planning_prior=0.2, mcts_planning_prior=0.7)
+    rows = build_rows(config, teams, load_clones(stages / "population"))
+    assert rows["population_planner"][0].planning_prior == 0.2
+    assert rows["population_mcts"][0].planning_prior == 0.7
+    rows = build_rows(
+        dataclasses.replace(config, mcts_planning_prior=None),
+        teams,
+        load_clones(stages / "population"),
+    )
+    assert rows["population_mcts"][0].planning_prior == 0.2
 
 
 def test_the_paired_difference_is_the_mean_of_the_per_episode_differences():

@@ -248,6 +248,17 @@ class PopulationExperimentConfig:
     recognition_prior`: the fallback is imagined until the moves recognise the
     family as strongly as the flag needs to say "none fits"). Folders written
     before this field planned on the belief's own prior (0.01 in every one)."""
+    mcts_planning_prior: float | None = dataclasses.field(
+        default=0.01, metadata={ABSENT_MEANS: None}
+    )
+    """The tree search's own prior for its none-fits probability; ``None``: the
+    lookahead's (``planning_prior`` resolved). 0.01, the belief's own prior: each
+    decision's search draws its particles from the belief, so a prey of the family
+    is imagined as the family from the first steps. Chosen against the fitting
+    set, each prey's clone left out (``benchmarks/population_tuning.py --vary
+    planning_prior``, RESULTS.md): the recognition rule catches 4.25 there, 0.5
+    catches 4.60 and 0.01 4.62. Folders written before this field searched on the
+    lookahead's prior."""
     out_of_family: tuple[str, ...] = dataclasses.field(
         default=("evader", "wanderer"), metadata={ABSENT_MEANS: ("evader",)}
     )
@@ -331,8 +342,9 @@ class PopulationExperimentConfig:
             )
         check_fraction("bayes_epsilon", self.bayes_epsilon)
         check_probability("fallback_prior", self.fallback_prior)
-        if self.planning_prior is not None:
-            check_probability("planning_prior", self.planning_prior)
+        for name in ("planning_prior", "mcts_planning_prior"):
+            if getattr(self, name) is not None:
+                check_probability(name, getattr(self, name))
         unknown = [p for p in self.out_of_family if p not in OUT_OF_FAMILY_PREY]
         if unknown or not self.out_of_family:
             raise InvalidParameterError(
@@ -379,6 +391,13 @@ class PopulationExperimentConfig:
         if self.planning_prior is None:
             return recognition_prior(self.fallback_prior)
         return self.planning_prior
+
+    @property
+    def mcts_prior(self) -> float:
+        """The tree search's prior (``mcts_planning_prior`` resolved)."""
+        if self.mcts_planning_prior is None:
+            return self.planner_prior
+        return self.mcts_planning_prior
 
     @property
     def held_out_prey(self) -> list[str]:
@@ -731,7 +750,7 @@ def build_rows(config, teams: dict, clones: Any) -> dict:
             tree_search_planner(icfg, env, belief_spec, prey_spec),
             opponent_model=model,
         ),
-        **population,
+        **{**population, "planning_prior": config.mcts_prior},
     )
     pop_params = LookaheadParams(
         env_params=broadcast_seeds(params, S),
@@ -1152,6 +1171,7 @@ def run_intent_population(
                     "eval_episodes": config.eval_episodes,
                     "out_of_family_episodes": config.out_of_family_episodes,
                     "paired_out_of_family": config.paired_out_of_family,
+                    "mcts_prior": config.mcts_prior,
                 },
                 lambda folder: _eval(config, teams, clone_folder, folder, progress),
             ),
