@@ -28,8 +28,10 @@ from mopa.experiments.intent_population import (
     build_rows,
     load_clones,
     match_beliefs,
+    match_player,
     planner_difference,
 )
+from mopa.opponent.population import none_fits_probability
 from tests.browser import assert_plots_unclipped, image_widths, report_page
 
 STAGES = (
@@ -236,6 +238,26 @@ def test_the_split_is_validated():
         InvalidParameterError, match=r"mcts_planning_prior must be in \(0, 1\)"
     ):
         PopulationExperimentConfig(mcts_planning_prior=0.0)
+
+
+def test_match_player_replays_the_adaptation_stage(quick_run, results):
+    stages = quick_run / "stages"
+    teams = {c: read_teams(stages / f"train_{c}") for c in QUICK.conditions}
+    play = match_player(QUICK, teams, load_clones(stages / "population"))
+    name = QUICK.held_out_prey[0]
+    captures, states, intents = play(0, name)
+    C, M = len(QUICK.predator_seeds) * QUICK.matches_per_seed, QUICK.match_episodes
+    assert captures.shape == (C, M)
+    assert states.log_likelihood.shape[0] == C and intents.shape[0] == C
+    ends = np.asarray(jax.vmap(jax.vmap(none_fits_probability))(states)).reshape(
+        C, M, -1
+    )[:, :, -1]
+    stage = results["adaptation"]["per_prey"][name]
+    np.testing.assert_allclose(
+        ends.mean(0), stage["none_fits_by_episode_end"], atol=1e-6
+    )
+    by_episode = [e["mean"] for e in stage["captures_by_episode"]]
+    np.testing.assert_allclose(captures.mean(0), by_episode, atol=1e-6)
 
 
 def test_each_population_row_plans_on_its_own_prior(quick_run):

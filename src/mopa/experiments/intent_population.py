@@ -73,6 +73,7 @@ Rows (all use the predators of the ``predator_seeds``):
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -978,12 +979,19 @@ def match_beliefs(
     return states
 
 
-def _adaptation(config, teams: dict, clone_folder: Path, folder: Path, progress):
-    """Matches of ``population_planner`` against every held-out prey and every
-    out-of-family prey: captures by episode, and the belief through the match."""
+def match_player(
+    config: PopulationExperimentConfig, teams: dict, clones: Any
+) -> Callable[[int, str], tuple[np.ndarray, PopulationBeliefState, np.ndarray]]:
+    """``play(p, name)``: the ``adaptation`` stage's matches of ``population_planner``
+    against prey ``name`` (``p`` its index in the stage's order, held-out prey then
+    out-of-family ones, which picks the matches' key), ``matches_per_seed`` per
+    predator seed. Returns the captures ``[C, M]`` of every match and episode, the
+    joint belief after every step (leaves ``[C, M x T, ...]``,
+    :func:`match_beliefs`) and the prey's intent at every step ``[C, M x T]``; ``C``
+    counts the matches of every predator seed. The player and the compiled belief
+    are built once, for every prey."""
     env, params = intent_game()
     pop_config = config.population_config()
-    clones = load_clones(clone_folder)
     player, entry_params = build_rows(config, teams, clones)["population_planner"]
     prey = prey_entries(config, teams)
     M, T = config.match_episodes, int(params.max_steps)
@@ -1002,10 +1010,9 @@ def _adaptation(config, teams: dict, clone_folder: Path, folder: Path, progress)
             )
         )
     )
-    out = {}
-    for p, name in enumerate([*config.held_out_prey, *config.out_of_family]):
-        progress(f"[adaptation] matches vs {name}")
-        by_episode, none_fits, top_member, intent_right = [], [], [], []
+
+    def play(p: int, name: str):
+        captures, states, intents = [], [], []
         for i in range(len(config.predator_seeds)):
             dataset = generate(
                 env,
@@ -1023,24 +1030,42 @@ def _adaptation(config, teams: dict, clone_folder: Path, folder: Path, progress)
             rewards = dataset["rewards.predator"][:, :, 0] / float(
                 params.capture_reward
             )
-            by_episode.append(rewards.reshape(C, M, T).sum(-1))  # [C, M]
-            states = beliefs_fn(
-                jnp.asarray(dataset["obs.prey"]),
-                jnp.asarray(dataset["actions.prey"]),
-                jnp.asarray(dataset["step"]),
-            )  # leaves [C, M x T, ...]
-            flat = jax.vmap(jax.vmap(none_fits_probability))(states)
-            top = jnp.max(jax.vmap(jax.vmap(member_belief))(states), -1)
-            guess = jnp.argmax(jax.vmap(jax.vmap(intent_belief))(states), -1)
-            intents = np.repeat(dataset["intent"], T, axis=1)  # [C, M x T]
-            none_fits.append(np.asarray(flat).reshape(C, M, T))
-            top_member.append(np.asarray(top).reshape(C, M, T))
-            intent_right.append((np.asarray(guess) == intents).reshape(C, M, T))
+            captures.append(rewards.reshape(C, M, T).sum(-1))  # [C, M]
+            states.append(
+                beliefs_fn(
+                    jnp.asarray(dataset["obs.prey"]),
+                    jnp.asarray(dataset["actions.prey"]),
+                    jnp.asarray(dataset["step"]),
+                )
+            )
+            intents.append(np.repeat(dataset["intent"], T, axis=1))  # [C, M x T]
+        return (
+            np.concatenate(captures),
+            jax.tree.map(lambda *xs: jnp.concatenate(xs), *states),
+            np.concatenate(intents),
+        )
+
+    return play
+
+
+def _adaptation(config, teams: dict, clone_folder: Path, folder: Path, progress):
+    """Matches of ``population_planner`` against every held-out prey and every
+    out-of-family prey: captures by episode, and the belief through the match."""
+    M = config.match_episodes
+    play = match_player(config, teams, load_clones(clone_folder))
+    out = {}
+    for p, name in enumerate([*config.held_out_prey, *config.out_of_family]):
+        progress(f"[adaptation] matches vs {name}")
+        captures, states, intents = play(p, name)
+        C = captures.shape[0]
+        flat = jax.vmap(jax.vmap(none_fits_probability))(states)
+        top = jnp.max(jax.vmap(jax.vmap(member_belief))(states), -1)
+        guess = jnp.argmax(jax.vmap(jax.vmap(intent_belief))(states), -1)
         out[name] = _match_summary(
-            np.concatenate(by_episode),
-            np.concatenate(none_fits),
-            np.concatenate(top_member),
-            np.concatenate(intent_right),
+            captures,
+            np.asarray(flat).reshape(C, M, -1),
+            np.asarray(top).reshape(C, M, -1),
+            (np.asarray(guess) == intents).reshape(C, M, -1),
         )
     held_out = {
         key: np.concatenate([out[n]["raw"][key] for n in config.held_out_prey])
