@@ -65,7 +65,8 @@ Rows (all use the predators of the ``predator_seeds``):
   prey's moves (:class:`~mopa.experiments.intent_population_players.
   PopulationPredator`);
 * ``population_mcts``: the tree search (:func:`~mopa.experiments.intent.
-  tree_search_planner`'s budget) with the same model and belief;
+  tree_search_planner`'s budget) with the same model and belief, its none-fits
+  probability from a prior of its own (``mcts_planning_prior``);
 * ``true_model_planner``: the lookahead and exact Bayes given the faced prey's own
   policy (the upper bound).
 """
