@@ -68,8 +68,8 @@ def main() -> None:
     M = config.match_episodes
     start = time.perf_counter()
     per_prey = {}
-    for p, name in enumerate([*config.held_out_prey, *config.out_of_family]):
-        _, states, _ = play(p, name)
+    for name in [*config.held_out_prey, *config.out_of_family]:
+        _, states, _ = play(name)
         C = states.log_likelihood.shape[0]
         by_step = {
             "none_fits": jax.vmap(jax.vmap(none_fits_probability))(states),

@@ -240,12 +240,18 @@ def test_the_split_is_validated():
         PopulationExperimentConfig(mcts_planning_prior=0.0)
 
 
-def test_match_player_replays_the_adaptation_stage(quick_run, results):
+@pytest.fixture(scope="module")
+def quick_stages(quick_run):
+    """The quick run's trained teams and clone library."""
     stages = quick_run / "stages"
     teams = {c: read_teams(stages / f"train_{c}") for c in QUICK.conditions}
-    play = match_player(QUICK, teams, load_clones(stages / "population"))
+    return teams, load_clones(stages / "population")
+
+
+def test_match_player_replays_the_adaptation_stage(quick_stages, results):
+    play = match_player(QUICK, *quick_stages)
     name = QUICK.held_out_prey[0]
-    captures, states, intents = play(0, name)
+    captures, states, intents = play(name)
     C, M = len(QUICK.predator_seeds) * QUICK.matches_per_seed, QUICK.match_episodes
     assert captures.shape == (C, M)
     assert states.log_likelihood.shape[0] == C and intents.shape[0] == C
@@ -258,19 +264,17 @@ def test_match_player_replays_the_adaptation_stage(quick_run, results):
     )
     by_episode = [e["mean"] for e in stage["captures_by_episode"]]
     np.testing.assert_allclose(captures.mean(0), by_episode, atol=1e-6)
+    with pytest.raises(InvalidParameterError, match="prey must be one of"):
+        play(QUICK.fitting_prey[0])
 
 
-def test_each_population_row_plans_on_its_own_prior(quick_run):
-    stages = quick_run / "stages"
-    teams = {c: read_teams(stages / f"train_{c}") for c in QUICK.conditions}
+def test_each_population_row_plans_on_its_own_prior(quick_stages):
     config = dataclasses.replace(QUICK, planning_prior=0.2, mcts_planning_prior=0.7)
-    rows = build_rows(config, teams, load_clones(stages / "population"))
+    rows = build_rows(config, *quick_stages)
     assert rows["population_planner"][0].planning_prior == 0.2
     assert rows["population_mcts"][0].planning_prior == 0.7
     rows = build_rows(
-        dataclasses.replace(config, mcts_planning_prior=None),
-        teams,
-        load_clones(stages / "population"),
+        dataclasses.replace(config, mcts_planning_prior=None), *quick_stages
     )
     assert rows["population_mcts"][0].planning_prior == 0.2
 

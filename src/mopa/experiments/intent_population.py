@@ -982,15 +982,15 @@ def match_beliefs(
 
 def match_player(
     config: PopulationExperimentConfig, teams: dict, clones: Any
-) -> Callable[[int, str], tuple[np.ndarray, PopulationBeliefState, np.ndarray]]:
-    """``play(p, name)``: the ``adaptation`` stage's matches of ``population_planner``
-    against prey ``name`` (``p`` its index in the stage's order, held-out prey then
-    out-of-family ones, which picks the matches' key), ``matches_per_seed`` per
-    predator seed. Returns the captures ``[C, M]`` of every match and episode, the
-    joint belief after every step (leaves ``[C, M x T, ...]``,
-    :func:`match_beliefs`) and the prey's intent at every step ``[C, M x T]``; ``C``
-    counts the matches of every predator seed. The player and the compiled belief
-    are built once, for every prey."""
+) -> Callable[[str], tuple[np.ndarray, PopulationBeliefState, np.ndarray]]:
+    """``play(name)``: the ``adaptation`` stage's matches of ``population_planner``
+    against prey ``name`` (a held-out or out-of-family prey; its place in the
+    stage's order, held-out prey then out-of-family ones, picks the matches' key),
+    ``matches_per_seed`` per predator seed. Returns the captures ``[C, M]`` of
+    every match and episode, the joint belief after every step (leaves ``[C, M x
+    T, ...]``, :func:`match_beliefs`) and the prey's intent at every step ``[C, M
+    x T]``; ``C`` counts the matches of every predator seed. The player and the
+    compiled belief are built once, for every prey."""
     env, params = intent_game()
     pop_config = config.population_config()
     player, entry_params = build_rows(config, teams, clones)["population_planner"]
@@ -1012,7 +1012,14 @@ def match_player(
         )
     )
 
-    def play(p: int, name: str):
+    order = [*config.held_out_prey, *config.out_of_family]
+
+    def play(name: str):
+        if name not in order:
+            raise InvalidParameterError(
+                f"match_player: prey must be one of {order}, got {name!r}"
+            )
+        p = order.index(name)
         captures, states, intents = [], [], []
         for i in range(len(config.predator_seeds)):
             dataset = generate(
@@ -1055,9 +1062,9 @@ def _adaptation(config, teams: dict, clone_folder: Path, folder: Path, progress)
     M = config.match_episodes
     play = match_player(config, teams, load_clones(clone_folder))
     out = {}
-    for p, name in enumerate([*config.held_out_prey, *config.out_of_family]):
+    for name in [*config.held_out_prey, *config.out_of_family]:
         progress(f"[adaptation] matches vs {name}")
-        captures, states, intents = play(p, name)
+        captures, states, intents = play(name)
         C = captures.shape[0]
         flat = jax.vmap(jax.vmap(none_fits_probability))(states)
         top = jnp.max(jax.vmap(jax.vmap(member_belief))(states), -1)
