@@ -399,7 +399,9 @@ def test_the_wanderer_keeps_its_move_or_draws_a_new_one():
         WandererPrey(env, persistence=1.0)
 
 
-def _random_population_predator(carry_across_episodes=True, horizon=1, **fallback):
+def _random_population_predator(
+    carry_across_episodes=True, horizon=1, online=False, **fallback
+):
     from mopa.envs.pursuit import PREY
     from mopa.experiments.intent import intent_game, lookahead_planner
     from mopa.experiments.intent_population_players import PopulationPredator
@@ -448,10 +450,29 @@ def _random_population_predator(carry_across_episodes=True, horizon=1, **fallbac
                 policy_params=prey, belief=jnp.full((K,), 1.0 / K)
             ),
         )
+    fallback_model = plain.opponent_model if fallback or online else None
+    if online:  # the flat model corrected online
+        from mopa.opponent.online import OnlineResidualConfig
+        from mopa.planning import OnlineResidualModel, OnlineResidualParams
+
+        residual = OnlineResidualConfig(
+            num_actions=5, obs_size=env.prey_obs_size, drop_obs_tail=K, capacity=6
+        )
+        fallback_model = OnlineResidualModel(fallback_model, residual, team=PREY)
+        extra = dict(
+            none_fits=jnp.zeros(()),
+            fallback_params=OnlineResidualParams(
+                base_params=IntentModelParams(
+                    policy_params=prey, belief=jnp.full((K,), 1.0 / K)
+                ),
+                weights=jnp.zeros((residual.num_features, 5)),
+                residual_weight=jnp.float32(0.5),
+            ),
+        )
     planner = dataclasses.replace(
         plain,
         opponent_model=PopulationOpponentModel(
-            config, team=PREY, fallback=plain.opponent_model if fallback else None
+            config, team=PREY, fallback=fallback_model
         ),
     )
     player = PopulationPredator(
@@ -472,27 +493,17 @@ def _random_population_predator(carry_across_episodes=True, horizon=1, **fallbac
     return env, params, player, player_params, config, clones, prey_spec, prey
 
 
-@pytest.mark.parametrize("carry_across_episodes", [True, False])
-def test_the_online_belief_equals_the_offline_one_across_a_match(
-    carry_across_episodes,
-):
-    """Two episodes of 4 steps: the belief the player carries at every step
-    equals :func:`match_beliefs` on the recorded prey moves (with the carry off,
-    the second episode starts afresh)."""
-    from mopa.experiments.intent_population_players import PopulationCarry
+def _play_match(player, player_params, env, params, prey_spec, prey, T):
+    """Two episodes of ``T`` steps against a random prey; per step the player's
+    carry, and the prey's observation, move and step index."""
     from mopa.players import PolicyPlayer, initial_player_carry
 
-    env, params, player, player_params, config, clones, prey_spec, prey = (
-        _random_population_predator(carry_across_episodes)
-    )
-    T = 4
-    params = params.replace(max_steps=T)
     prey_player = PolicyPlayer(prey_spec, greedy=False)
     act = jax.jit(player.act)
     prey_act = jax.jit(prey_player.act)
     step = jax.jit(env.step)
     carry = initial_player_carry(player)
-    obs_log, action_log, step_log, beliefs = [], [], [], []
+    carries, obs_log, action_log, step_log = [], [], [], []
     key = jax.random.key(3)
     for _ in range(2):  # two episodes
         key, key_reset = jax.random.split(key)
@@ -504,12 +515,80 @@ def test_the_online_belief_equals_the_offline_one_across_a_match(
             prey_actions, _ = prey_act(
                 prey, key_prey, state, obs[1], obs[1][:, :0], first[:1]
             )
-            beliefs.append(player.unpack(carry[0]).belief)
+            carries.append(player.unpack(carry[0]))
             obs_log.append(obs[1])
             action_log.append(prey_actions)
             step_log.append(t)
             obs, state, *_ = step(key_env, state, (actions, prey_actions), params)
-    assert isinstance(player.unpack(carry[0]), PopulationCarry)
+    return carries, obs_log, action_log, step_log
+
+
+def test_the_online_correction_equals_the_offline_one_across_a_match():
+    """The fallback's correction the player carries: at each step the moves seen
+    before it, refitted; carried into the second episode; the planner handed its
+    weights."""
+    from mopa.opponent.online import (
+        init_online_residual,
+        observe_residual,
+        residual_weight,
+    )
+    from mopa.planning import predictive_logits
+
+    env, params, player, player_params, *_, prey_spec, prey = (
+        _random_population_predator(online=True)
+    )
+    T = 4
+    params = params.replace(max_steps=T)
+    carries, obs_log, action_log, step_log = _play_match(
+        player, player_params, env, params, prey_spec, prey, T
+    )
+    residual = player.online
+    assert residual is not None
+    base_params = player_params.opponent_params.fallback_params.base_params
+    state = init_online_residual(residual.config)
+    for i, carry in enumerate(carries):
+        if i > 0 and step_log[i] > 0:  # the move of the step before, seen now
+            state = observe_residual(
+                residual.config,
+                state,
+                obs_log[i - 1],
+                action_log[i - 1],
+                predictive_logits(
+                    residual.base,
+                    base_params,
+                    (jnp.zeros((env.num_predators, 1)), obs_log[i - 1]),
+                ),
+            )
+        assert int(carry.online.count) == int(state.count), i
+        np.testing.assert_allclose(carry.online.weights, state.weights, atol=1e-4)
+        np.testing.assert_allclose(
+            residual_weight(carry.online), residual_weight(state), atol=1e-5
+        )
+    # 3 moves seen in each episode (the last move of an episode is never seen),
+    # the second episode's added to the first's
+    assert int(carries[-1].online.count) == 2 * (T - 1)
+    assert np.abs(np.asarray(carries[-1].online.weights)).max() > 0
+
+
+@pytest.mark.parametrize("carry_across_episodes", [True, False])
+def test_the_online_belief_equals_the_offline_one_across_a_match(
+    carry_across_episodes,
+):
+    """Two episodes of 4 steps: the belief the player carries at every step
+    equals :func:`match_beliefs` on the recorded prey moves (with the carry off,
+    the second episode starts afresh)."""
+    from mopa.experiments.intent_population_players import PopulationCarry
+
+    env, params, player, player_params, config, clones, prey_spec, prey = (
+        _random_population_predator(carry_across_episodes)
+    )
+    T = 4
+    params = params.replace(max_steps=T)
+    carries, obs_log, action_log, step_log = _play_match(
+        player, player_params, env, params, prey_spec, prey, T
+    )
+    beliefs = [c.belief for c in carries]
+    assert isinstance(carries[-1], PopulationCarry)
     offline = match_beliefs(
         config,
         clones,

@@ -126,6 +126,11 @@ from mopa.experiments.registry import (
 from mopa.opponent.bc import BCConfig
 from mopa.opponent.calibration import accuracy_by_step, ece_by_step
 from mopa.opponent.data import generate, load_dataset, save_dataset
+from mopa.opponent.online import (
+    OnlineResidualConfig,
+    init_online_residual,
+    residual_weight,
+)
 from mopa.opponent.population import (
     MemberData,
     PopulationBeliefState,
@@ -145,6 +150,8 @@ from mopa.opponent.population import (
 from mopa.planning import (
     IntentModelParams,
     LookaheadParams,
+    OnlineResidualModel,
+    OnlineResidualParams,
     PopulationModelParams,
     PopulationOpponentModel,
 )
@@ -230,6 +237,15 @@ class PopulationExperimentConfig:
     (:class:`~mopa.planning.PopulationOpponentModel`'s ``fallback``, the
     GSCU-style conservative fallback). Off: an opponent no member fits is imagined
     as drawn from the prior over members."""
+    online_fallback: bool = dataclasses.field(
+        default=False, metadata={ABSENT_MEANS: False}
+    )
+    """The fallback learns the prey it meets: the population planners' fallback
+    model is corrected online to the prey's moves (:mod:`mopa.opponent.online`:
+    a linear correction of its log-probabilities, MAP-fitted after every move, and
+    imagined in proportion to its prequential evidence against the fallback
+    alone), carried across a match's episodes as the member belief is. Off: the
+    fallback as fitted."""
     greedy_population_model: bool = dataclasses.field(
         default=False, metadata={ABSENT_MEANS: False}
     )
@@ -726,11 +742,28 @@ def build_rows(config, teams: dict, clones: Any) -> dict:
 
     pop_config = config.population_config()
     M = jax.tree.leaves(clones)[0].shape[0]
-    flat = lookahead_planner(icfg, env, belief_spec, prey_spec).opponent_model
+    fallback = lookahead_planner(icfg, env, belief_spec, prey_spec).opponent_model
+    fallback_params = IntentModelParams(
+        policy_params=own_prey, belief=broadcast_seeds(jnp.full((K,), 1.0 / K), S)
+    )
+    if config.online_fallback:
+        online = OnlineResidualConfig(
+            num_actions=NUM_ACTIONS,
+            obs_size=env.prey_obs_size,
+            drop_obs_tail=K,
+            epsilon=config.bayes_epsilon,
+        )
+        fallback = OnlineResidualModel(fallback, online, team=PREY)
+        fresh = init_online_residual(online)
+        fallback_params = OnlineResidualParams(
+            base_params=fallback_params,
+            weights=broadcast_seeds(fresh.weights, S),
+            residual_weight=broadcast_seeds(residual_weight(fresh), S),
+        )
     model = PopulationOpponentModel(
         pop_config,
         team=PREY,
-        fallback=flat if config.fallback_model else None,
+        fallback=fallback if config.fallback_model else None,
         greedy=config.greedy_population_model,
     )
     population = dict(
@@ -761,13 +794,7 @@ def build_rows(config, teams: dict, clones: Any) -> dict:
             clone_params=broadcast_seeds(clones, S),
             belief=broadcast_seeds(jnp.full((K, M), 1.0 / (K * M)), S),
             **(
-                dict(
-                    none_fits=jnp.zeros((S,)),
-                    fallback_params=IntentModelParams(
-                        policy_params=own_prey,
-                        belief=broadcast_seeds(jnp.full((K,), 1.0 / K), S),
-                    ),
-                )
+                dict(none_fits=jnp.zeros((S,)), fallback_params=fallback_params)
                 if config.fallback_model
                 else {}
             ),

@@ -20,7 +20,12 @@ step:
    imagined prey from (with the model's ``fallback``: the posterior given the
    family and the none-fits probability, :func:`~mopa.opponent.population.
    planner_belief`), and the belief's intent marginal as the predators' intent
-   input (in the observation and in the imagined game state).
+   input (in the observation and in the imagined game state);
+3. when that fallback is an :class:`~mopa.planning.OnlineResidualModel`, also
+   scores the prey's move against the fallback and its correction and refits the
+   correction (:func:`~mopa.opponent.online.observe_residual`, with the base's
+   predictive over its intent), carried as the member belief is, and hands the
+   planner its weights and evidence.
 
 The carry row is the flattened :class:`PopulationCarry` (the same row for every
 agent); :meth:`PopulationPredator.unpack` reads it back.
@@ -43,6 +48,12 @@ from mopa.core.checks import check_fraction, check_probability
 from mopa.envs.pursuit import ACTION_DIRECTIONS, NUM_ACTIONS, PREY, PursuitEnv
 from mopa.errors import InvalidParameterError
 from mopa.experiments.intent_players import infer_prey_action
+from mopa.opponent.online import (
+    OnlineResidualState,
+    init_online_residual,
+    observe_residual,
+    residual_weight,
+)
 from mopa.opponent.population import (
     DEFAULT_EPSILON,
     DEFAULT_FALLBACK_PRIOR,
@@ -55,7 +66,13 @@ from mopa.opponent.population import (
     planner_belief,
     reset_intent,
 )
-from mopa.planning import LookaheadParams, LookaheadPlayer, MCTSPlayer
+from mopa.planning import (
+    LookaheadParams,
+    LookaheadPlayer,
+    MCTSPlayer,
+    OnlineResidualModel,
+    predictive_logits,
+)
 from mopa.players import plays_games_in_turn
 
 
@@ -64,6 +81,7 @@ class PopulationCarry(NamedTuple):
     match, from episode to episode)."""
 
     belief: PopulationBeliefState  # the joint belief after the latest move seen
+    online: OnlineResidualState | jax.Array  # the fallback's correction ([0]: none)
     prev_pos: jax.Array  # [N, 2] positions of the previous state
     prev_vel: jax.Array  # [N, 2] velocities of the previous state
     prev_actions: jax.Array  # [A] int32 the predators' previous actions
@@ -136,10 +154,22 @@ class PopulationPredator:
             fallback_prior=self.fallback_prior,
         )
 
+    @property
+    def online(self) -> OnlineResidualModel | None:
+        """The planner's fallback when it is corrected online, else ``None``."""
+        fallback = self.planner.opponent_model.fallback
+        return fallback if isinstance(fallback, OnlineResidualModel) else None
+
+    def _fresh_online(self) -> OnlineResidualState | jax.Array:
+        if self.online is None:
+            return jnp.zeros((0,), jnp.float32)
+        return init_online_residual(self.online.config)
+
     def _fresh_carry(self) -> PopulationCarry:
         N, A = self.env.num_agents, self.num_agents
         return PopulationCarry(
             belief=self._fresh_belief(),
+            online=self._fresh_online(),
             prev_pos=jnp.zeros((N, 2)),
             prev_vel=jnp.zeros((N, 2)),
             prev_actions=jnp.zeros((A,), jnp.int32),
@@ -157,7 +187,7 @@ class PopulationPredator:
     def act(self, params: LookaheadParams, key, state, obs, carry, reset):
         K, A = self.env.num_intents, self.num_agents
         previous = self.unpack(carry[0])
-        belief = self._belief(params, state, previous, reset[0])
+        belief, online = self._belief(params, state, previous, reset[0])
         fed = intent_belief(belief)  # [K]
         if self.planner.opponent_model.fallback is None:
             opponent = params.opponent_params.replace(belief=joint_belief(belief))
@@ -165,6 +195,12 @@ class PopulationPredator:
             posterior, outside = planner_belief(belief, self.planning_prior)
             opponent = params.opponent_params.replace(
                 belief=posterior, none_fits=outside
+            )
+        if self.online is not None:
+            opponent = opponent.replace(
+                fallback_params=opponent.fallback_params.replace(
+                    weights=online.weights, residual_weight=residual_weight(online)
+                )
             )
         obs = jnp.concatenate([obs[:, :-K], jnp.broadcast_to(fed, (A, K))], -1)
         # The planner's key as IntentPredator's (the first of a split), so that
@@ -181,6 +217,7 @@ class PopulationPredator:
         row = self.pack(
             PopulationCarry(
                 belief=belief,
+                online=online,
                 prev_pos=state.pos,
                 prev_vel=state.vel,
                 prev_actions=actions,
@@ -189,12 +226,13 @@ class PopulationPredator:
         )
         return actions, jnp.broadcast_to(row, (A, row.size))
 
-    # -- the belief --------------------------------------------------------------
+    # -- the belief ---------------------------------------------------------------
     def _belief(self, params, state, previous: PopulationCarry, first):
-        """The belief to act on at this step (see the module docstring, step 1)."""
-        fresh = self._fresh_belief()
+        """The belief and the fallback's correction to act on at this step (see
+        the module docstring, step 1)."""
+        fresh = (self._fresh_belief(), self._fresh_online())
         if self.carry_across_episodes:
-            carried = reset_intent(previous.belief)
+            carried = (reset_intent(previous.belief), previous.online)
             started = previous.started > 0.5
             at_start = jax.tree.map(
                 lambda c, f: jnp.where(started, c, f), carried, fresh
@@ -207,8 +245,8 @@ class PopulationPredator:
         )
 
     def _observe(self, params, state, previous: PopulationCarry):
-        """The belief after the prey's move of the transition ``previous state ->
-        state``."""
+        """The belief and the correction after the prey's move of the transition
+        ``previous state -> state``."""
         P = self.env.num_predators
         before = state.replace(
             pos=previous.prev_pos,
@@ -218,8 +256,9 @@ class PopulationPredator:
         action = infer_prey_action(
             self.env, params.env_params, before, previous.prev_actions, state.vel[P]
         )
-        prey_obs = self.env.observe(before, params.env_params)[PREY]  # [1, D]
-        return observe_opponent(
+        all_obs = self.env.observe(before, params.env_params)
+        prey_obs = all_obs[PREY]  # [1, D]
+        belief = observe_opponent(
             self.population,
             params.opponent_params.clone_params,
             previous.belief,
@@ -227,6 +266,17 @@ class PopulationPredator:
             action[None],
             self.epsilon,
         )
+        if self.online is None:
+            return belief, previous.online
+        base_params = params.opponent_params.fallback_params.base_params
+        online = observe_residual(
+            self.online.config,
+            previous.online,
+            prey_obs,
+            action[None],
+            predictive_logits(self.online.base, base_params, all_obs),
+        )
+        return belief, online
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,7 +6,8 @@ online beliefs over strategies (:mod:`mopa.opponent.beliefs`), their calibration
 (:mod:`mopa.opponent.metrics`), latent-conditioned behaviour cloning
 (:mod:`mopa.opponent.bc`), the population model of a family of opponents with
 its joint belief over (intent, style) and "none fits" test
-(:mod:`mopa.opponent.population`), styles found without labels
+(:mod:`mopa.opponent.population`), a model corrected online to the opponent met
+(:mod:`mopa.opponent.online`), styles found without labels
 (:mod:`mopa.opponent.styles`) and a game whose team observes that belief
 (:mod:`mopa.opponent.belief_game`).
 
@@ -73,6 +74,13 @@ from mopa.opponent.encoders import (
     vae_encode,
 )
 from mopa.opponent.metrics import cluster_scores, gmm_bic, probe_accuracy
+from mopa.opponent.online import (
+    OnlineResidualConfig,
+    OnlineResidualState,
+    init_online_residual,
+    observe_residual,
+    residual_weight,
+)
 from mopa.opponent.population import (
     MemberData,
     PopulationBeliefState,
@@ -111,6 +119,8 @@ from mopa.opponent.styles import StyleConfig, fit_style_population
 __all__ = [
     "BCConfig",
     "BeliefObservation",
+    "OnlineResidualConfig",
+    "OnlineResidualState",
     "StyleConfig",
     "fit_style_population",
     "action_match",
@@ -147,6 +157,7 @@ __all__ = [
     "PopulationLatent",
     "excess_surprisal",
     "fit_population",
+    "init_online_residual",
     "init_population_belief",
     "intent_belief",
     "joint_belief",
@@ -158,10 +169,12 @@ __all__ = [
     "none_fits_probability",
     "num_members",
     "observe_opponent",
+    "observe_residual",
     "population_beliefs",
     "population_log_probs",
     "population_logits",
     "recognition_prior",
+    "residual_weight",
     "reset_intent",
     "sample_population_latent",
     "update_population_belief",

@@ -31,12 +31,16 @@ from mopa.planning.opponents import (
     FunctionOpponentModel,
     IntentConditionedModel,
     IntentModelParams,
+    OnlineResidualModel,
+    OnlineResidualParams,
     OpponentHeadModel,
     OpponentModel,
     PolicyOpponentModel,
     PopulationModelParams,
     PopulationOpponentModel,
+    ResidualLatent,
     greedy_logits,
+    predictive_logits,
 )
 
 __all__ = [
@@ -53,6 +57,8 @@ __all__ = [
     "MCTSPlan",
     "MCTSPlayer",
     "ObservedBeliefPlanner",
+    "OnlineResidualModel",
+    "OnlineResidualParams",
     "OpponentHeadModel",
     "OpponentModel",
     "Plan",
@@ -60,9 +66,11 @@ __all__ = [
     "PopulationModelParams",
     "PopulationOpponentModel",
     "PRIORS",
+    "ResidualLatent",
     "RewardFn",
     "SearchNode",
     "greedy_logits",
     "joint_actions",
+    "predictive_logits",
     "simulator_steps_per_decision",
 ]

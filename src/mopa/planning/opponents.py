@@ -28,6 +28,7 @@ from flax import struct
 
 from mopa.envs.base import TeamArrays
 from mopa.errors import InvalidParameterError
+from mopa.opponent.online import OnlineResidualConfig, residual_log_probs
 from mopa.opponent.population import (
     PopulationConfig,
     PopulationLatent,
@@ -197,6 +198,10 @@ class PolicyOpponentModel:
             return greedy_logits(values)
         return values / self.temperature
 
+    def predictive_logits(self, params: Any, obs: TeamArrays) -> jax.Array:
+        """``[O, num_actions]``: :meth:`logits` (no latent to average over)."""
+        return self.logits(params, _no_latent(), obs)
+
 
 @struct.dataclass
 class IntentModelParams:
@@ -257,6 +262,18 @@ class IntentConditionedModel:
             conditioned if u == self.policy.team else o for u, o in enumerate(obs)
         )
         return self.policy.logits(params.policy_params, (), obs)
+
+    def predictive_logits(
+        self, params: IntentModelParams, obs: TeamArrays
+    ) -> jax.Array:
+        """``[O, num_actions]`` log-probabilities of the opponent's next action with
+        its intent averaged out under ``params.belief``: ``log sum_k belief_k
+        softmax(logits(k))``."""
+        per_intent = jax.vmap(lambda k: self.logits(params, k, obs))(
+            jnp.arange(self.num_intents)
+        )  # [K, O, n]
+        log_belief = jnp.log(params.belief)[:, None, None]
+        return jax.nn.logsumexp(log_belief + jax.nn.log_softmax(per_intent, -1), 0)
 
 
 @struct.dataclass
@@ -417,3 +434,101 @@ class FunctionOpponentModel:
 
     def logits(self, params: Any, latent: Any, obs: TeamArrays) -> jax.Array:
         return self.logits_fn(params, latent, obs)
+
+
+def predictive_logits(model: OpponentModel, params: Any, obs: TeamArrays) -> jax.Array:
+    """``[O, num_actions]``: ``model``'s prediction of the opponents' next actions
+    with its latent averaged out (what an observer scores a real move against).
+
+    Raises:
+        InvalidParameterError: the model does not say how to average its latent
+            out (it has no ``predictive_logits``).
+    """
+    predictive = getattr(model, "predictive_logits", None)
+    if predictive is None:
+        raise InvalidParameterError(
+            f"{type(model).__name__} has no predictive_logits: its latent cannot be "
+            "averaged out (use a PolicyOpponentModel or an IntentConditionedModel)"
+        )
+    return predictive(params, obs)
+
+
+@struct.dataclass
+class OnlineResidualParams:
+    """Numbers of an :class:`OnlineResidualModel`."""
+
+    base_params: Any
+    """The base model's params."""
+    weights: jax.Array
+    """``[F, A]`` the correction (:class:`~mopa.opponent.online.
+    OnlineResidualState`'s ``weights``; zeros before any move)."""
+    residual_weight: jax.Array
+    """``[]`` probability that a rollout imagines the corrected model
+    (:func:`~mopa.opponent.online.residual_weight`)."""
+
+
+class ResidualLatent(NamedTuple):
+    """An imagined opponent of an :class:`OnlineResidualModel`."""
+
+    base: Any  # the base model's latent
+    corrected: jax.Array  # [] bool: the rollout imagines the corrected model
+
+
+@dataclasses.dataclass(frozen=True)
+class OnlineResidualModel:
+    """A base opponent model and its online correction
+    (:mod:`mopa.opponent.online`): a rollout imagines the corrected model,
+    ``softmax(floored base logits + phi(o) W)``, with probability
+    ``params.residual_weight`` and the base itself otherwise. The base's latent is
+    drawn with the rollout's key itself, so a rollout that imagines the base
+    imagines exactly what the base alone would with the same key. ``params`` is
+    an :class:`OnlineResidualParams`; the player that watches the opponent keeps
+    its :class:`~mopa.opponent.online.OnlineResidualState` and hands the planner
+    its weights and evidence every decision."""
+
+    base: OpponentModel
+    """The model the correction starts from (e.g. a policy of the family under a
+    flat intent)."""
+    config: OnlineResidualConfig
+    """The correction's features, prior and fit."""
+    team: int
+    """Index of the opponent team in the game (whose observations are read)."""
+
+    def __post_init__(self):
+        if not isinstance(self.config, OnlineResidualConfig):
+            raise InvalidParameterError(
+                "config must be an OnlineResidualConfig, got "
+                f"{type(self.config).__name__}"
+            )
+        if self.base.num_actions != self.config.num_actions:
+            raise InvalidParameterError(
+                f"config: num_actions is {self.config.num_actions}, the base model "
+                f"has {self.base.num_actions}"
+            )
+        if self.team < 0:
+            raise InvalidParameterError(f"team must be >= 0, got {self.team}")
+
+    @property
+    def num_opponents(self) -> int:
+        return self.base.num_opponents
+
+    @property
+    def num_actions(self) -> int:
+        return self.base.num_actions
+
+    def sample_latent(self, params: OnlineResidualParams, key: jax.Array):
+        return ResidualLatent(
+            base=self.base.sample_latent(params.base_params, key),
+            corrected=jax.random.bernoulli(
+                jax.random.fold_in(key, 2), params.residual_weight
+            ),
+        )
+
+    def logits(
+        self, params: OnlineResidualParams, latent: ResidualLatent, obs: TeamArrays
+    ) -> jax.Array:
+        base = self.base.logits(params.base_params, latent.base, obs)
+        corrected = residual_log_probs(
+            self.config, params.weights, base, obs[self.team]
+        )
+        return jnp.where(latent.corrected, corrected, base)

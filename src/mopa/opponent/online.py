@@ -1,0 +1,278 @@
+"""An opponent model that learns the opponent it meets: a base model corrected
+online, and the evidence for the correction.
+
+A model fitted offline (a clone library, :mod:`mopa.opponent.population`)
+describes the opponents it was fitted to. Against an opponent outside them a
+planner falls back on a broad base model (a policy of the family played under a
+flat intent, say), which learns nothing from the moves it sees. The online
+residual does: a linear correction of the base's log-probabilities, fitted to the
+opponent's moves as they arrive::
+
+    log p_W(a | o) = log p_base(a | o) + phi(o)^T W_a - log Z(o)
+    phi(o) = [o', 1]
+
+(``o'`` the observation without its ``drop_obs_tail`` entries; ``p_base`` the base
+model's predictive floored as the beliefs floor theirs, ``(1 - epsilon) p +
+epsilon / A``, so that a move the base rules out can still be learned). Under a
+Gaussian prior ``W ~ N(0, 1 / prior_precision)`` on every weight, ``W`` is the MAP
+estimate on the ``capacity`` latest moves: a convex problem (multinomial logistic
+regression with the base as an offset), refitted after every move by
+``newton_steps`` Newton steps from the previous weights. With no moves ``W = 0``,
+the floored base. The features are the raw observation: a user whose observations
+are far from unit scale scales them first.
+
+**Whether to use it.** A correction fitted to few moves may predict worse than the
+base. So the correction is itself a hypothesis, weighed against the base by its
+*prequential* likelihood: each move is scored under the weights fitted to the
+moves before it, then added to the fit (the predictive log-likelihood of a
+sequential predictor, which cannot reward fitting the move being scored)::
+
+    log_odds(t) = log_odds(t - 1) + log p_{W_{t-1}}(a_t | o_t) - log p_base(a_t | o_t)
+    residual_weight(t) = sigmoid(log_odds(t)),   log_odds(0) = logit(prior)
+
+A planner (:class:`~mopa.planning.OnlineResidualModel`) imagines the corrected
+model in a rollout with probability ``residual_weight`` and the base itself (not
+floored) otherwise, so with no evidence for the correction it plans as it would on
+the base alone.
+
+Typical use, beside a planner whose opponent model is an
+:class:`~mopa.planning.OnlineResidualModel` on ``base``::
+
+    config = OnlineResidualConfig(num_actions=5, obs_size=D)
+    state = init_online_residual(config)
+    # after every move the opponent makes (its observation, its action, and the
+    # base model's predictive logits of that observation):
+    state = observe_residual(config, state, obs, action, base_logits)
+    # the planner's params, each decision:
+    params = OnlineResidualParams(base_params, state.weights, residual_weight(state))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from mopa.core.checks import check_count, check_fields, check_probability
+from mopa.errors import InvalidParameterError
+
+DEFAULT_PRIOR = 0.5
+"""Default prior probability that the correction predicts the opponent better than
+the base (no preference: the prequential evidence decides)."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class OnlineResidualConfig:
+    """Shape, prior and fit of an online residual model (all static)."""
+
+    num_actions: int
+    """``A``: the opponent's discrete actions."""
+    obs_size: int
+    """``D``: entries of the opponent's observation (before ``drop_obs_tail``)."""
+    drop_obs_tail: int = 0
+    """Trailing observation entries the correction never reads (as the
+    population's clones: e.g. the opponent's own intent)."""
+    prior_precision: float = 1.0
+    """``lambda``: precision of the Gaussian prior on each weight (the L2 penalty
+    of the MAP fit)."""
+    capacity: int = 128
+    """Moves kept for the fit (the latest; a ring buffer)."""
+    newton_steps: int = 2
+    """Newton steps of the refit after each move (from the previous weights)."""
+    epsilon: float = 0.05
+    """Floor of the base's predictive: ``(1 - epsilon) p + epsilon / A``."""
+    prior: float = DEFAULT_PRIOR
+    """Prior probability of the correction against the base
+    (:func:`residual_weight` starts there)."""
+
+    def __post_init__(self):
+        check_fields(self)
+        check_count("num_actions", self.num_actions, low=2)
+        check_count("obs_size", self.obs_size)
+        check_count("drop_obs_tail", self.drop_obs_tail, low=0)
+        if self.drop_obs_tail >= self.obs_size:
+            raise InvalidParameterError(
+                f"drop_obs_tail must be below obs_size ({self.obs_size}), got "
+                f"{self.drop_obs_tail}"
+            )
+        if not self.prior_precision > 0:
+            raise InvalidParameterError(
+                f"prior_precision must be > 0, got {self.prior_precision}"
+            )
+        check_count("capacity", self.capacity)
+        check_count("newton_steps", self.newton_steps)
+        # epsilon > 0: a move the base rules out could still be learned
+        check_probability("epsilon", self.epsilon)
+        check_probability("prior", self.prior)
+
+    @property
+    def num_features(self) -> int:
+        """``F``: features of an observation (its read entries and a constant)."""
+        return self.obs_size - self.drop_obs_tail + 1
+
+
+@struct.dataclass
+class OnlineResidualState:
+    """The moves seen (a ring buffer) and the correction fitted to them."""
+
+    features: jax.Array  # [C, F] phi(o) of each kept move
+    base: jax.Array  # [C, A] the floored base's log-probabilities there
+    actions: jax.Array  # [C] int32 the moves
+    count: jax.Array  # [] int32 moves seen (all of them; the latest C are kept)
+    weights: jax.Array  # [F, A] the MAP correction
+    log_odds: jax.Array  # [] log odds of the correction against the base
+
+
+def init_online_residual(config: OnlineResidualConfig) -> OnlineResidualState:
+    """No moves seen: ``W = 0`` and the log odds at ``logit(prior)``."""
+    C, F, A = config.capacity, config.num_features, config.num_actions
+    return OnlineResidualState(
+        features=jnp.zeros((C, F), jnp.float32),
+        base=jnp.zeros((C, A), jnp.float32),
+        actions=jnp.zeros((C,), jnp.int32),
+        count=jnp.zeros((), jnp.int32),
+        weights=jnp.zeros((F, A), jnp.float32),
+        log_odds=jnp.asarray(_logit(config.prior), jnp.float32),
+    )
+
+
+def residual_features(config: OnlineResidualConfig, obs: jax.Array) -> jax.Array:
+    """``phi(o)``: ``obs [..., D] -> [..., F]``, the read entries and a 1."""
+    if obs.shape[-1] != config.obs_size:
+        raise InvalidParameterError(
+            f"obs: the last axis must have obs_size {config.obs_size} entries, got "
+            f"shape {obs.shape}"
+        )
+    read = obs[..., : config.obs_size - config.drop_obs_tail]
+    return jnp.concatenate([read, jnp.ones((*obs.shape[:-1], 1), read.dtype)], -1)
+
+
+def floored_base(config: OnlineResidualConfig, base_logits: jax.Array) -> jax.Array:
+    """``log((1 - epsilon) softmax(base_logits) + epsilon / A)``, ``[..., A]``."""
+    probs = jax.nn.softmax(base_logits, -1)
+    eps = config.epsilon
+    return jnp.log((1.0 - eps) * probs + eps / config.num_actions)
+
+
+def residual_log_probs(
+    config: OnlineResidualConfig,
+    weights: jax.Array,
+    base_logits: jax.Array,
+    obs: jax.Array,
+) -> jax.Array:
+    """``log p_W(a | o)`` ``[..., A]`` of the corrected model.
+
+    Args:
+        config: the model.
+        weights: ``[F, A]`` the correction.
+        base_logits: ``[..., A]`` the base's logits at ``obs`` (floored here).
+        obs: ``[..., D]`` the opponent's observations.
+    """
+    logits = (
+        floored_base(config, base_logits) + residual_features(config, obs) @ weights
+    )
+    return jax.nn.log_softmax(logits, -1)
+
+
+def fit_residual(
+    config: OnlineResidualConfig,
+    features: jax.Array,
+    base: jax.Array,
+    actions: jax.Array,
+    mask: jax.Array,
+    weights: jax.Array,
+) -> jax.Array:
+    """``newton_steps`` Newton steps on the MAP objective from ``weights``.
+
+    The objective is ``-sum_n mask_n log softmax(base_n + phi_n W)_{a_n} +
+    lambda / 2 ||W||^2``, convex, with Hessian at least ``lambda I``.
+
+    Args:
+        config: the model.
+        features: ``[N, F]`` phi of each move.
+        base: ``[N, A]`` the floored base's log-probabilities at each move.
+        actions: ``[N]`` int the moves.
+        mask: ``[N]`` bool the moves to fit (the rest are ignored).
+        weights: ``[F, A]`` the starting weights.
+
+    Returns:
+        ``[F, A]`` the weights after the steps.
+    """
+    shape = weights.shape
+    mask = mask.astype(jnp.float32)
+
+    def loss(flat):
+        w = flat.reshape(shape)
+        log_probs = jax.nn.log_softmax(base + features @ w, -1)  # [N, A]
+        chosen = jnp.take_along_axis(log_probs, actions[:, None], -1)[:, 0]
+        return -jnp.sum(mask * chosen) + 0.5 * config.prior_precision * jnp.sum(
+            flat * flat
+        )
+
+    def step(flat, _):
+        gradient = jax.grad(loss)(flat)
+        hessian = jax.hessian(loss)(flat)
+        return flat - jnp.linalg.solve(hessian, gradient), None
+
+    flat, _ = jax.lax.scan(step, weights.reshape(-1), None, length=config.newton_steps)
+    return flat.reshape(shape)
+
+
+def observe_residual(
+    config: OnlineResidualConfig,
+    state: OnlineResidualState,
+    obs: jax.Array,
+    actions: jax.Array,
+    base_logits: jax.Array,
+) -> OnlineResidualState:
+    """Score the opponent's moves under the current fit, keep them, refit.
+
+    Each agent's move is one example (the agents of a team share the correction,
+    as they share a clone).
+
+    Args:
+        config: the model.
+        state: the state before these moves.
+        obs: ``[O, D]`` each opponent agent's observation.
+        actions: ``[O]`` int each agent's move.
+        base_logits: ``[O, A]`` the base model's predictive logits at ``obs`` (its
+            marginal over any latent it draws).
+
+    Returns:
+        The state after these moves: the log odds add the moves' prequential
+        log-likelihood ratio of the correction against the base; the buffer holds
+        them; the weights are refitted.
+    """
+    features = residual_features(config, obs)  # [O, F]
+    base = floored_base(config, base_logits)  # [O, A]
+    actions = actions.astype(jnp.int32)
+    corrected = jax.nn.log_softmax(base + features @ state.weights, -1)
+    ratio = jnp.sum(jnp.take_along_axis(corrected - base, actions[:, None], -1)[:, 0])
+    C = config.capacity
+    slots = (state.count + jnp.arange(actions.shape[0])) % C
+    kept = state.replace(
+        features=state.features.at[slots].set(features),
+        base=state.base.at[slots].set(base),
+        actions=state.actions.at[slots].set(actions),
+        count=state.count + actions.shape[0],
+        log_odds=state.log_odds + ratio,
+    )
+    mask = jnp.arange(C) < kept.count
+    weights = fit_residual(
+        config, kept.features, kept.base, kept.actions, mask, state.weights
+    )
+    return kept.replace(weights=weights)
+
+
+def residual_weight(state: OnlineResidualState) -> jax.Array:
+    """``[]`` probability that the correction, not the base, describes the
+    opponent (the prequential evidence; see the module docstring)."""
+    return jax.nn.sigmoid(state.log_odds)
+
+
+def _logit(p: float) -> float:
+    """``log(p / (1 - p))`` for ``0 < p < 1``."""
+    return math.log(p / (1 - p))

@@ -1,0 +1,203 @@
+"""The online residual: its MAP fit, its prequential evidence, its buffer, and the
+planner's model built on it."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from mopa.errors import InvalidParameterError
+from mopa.opponent.online import (
+    OnlineResidualConfig,
+    fit_residual,
+    floored_base,
+    init_online_residual,
+    observe_residual,
+    residual_features,
+    residual_log_probs,
+    residual_weight,
+)
+from mopa.planning import (
+    IntentConditionedModel,
+    IntentModelParams,
+    OnlineResidualModel,
+    OnlineResidualParams,
+    PolicyOpponentModel,
+    predictive_logits,
+)
+from mopa.policy import PolicySpec, init_params
+
+A, D = 3, 4
+
+
+def _config(**kw):
+    return OnlineResidualConfig(num_actions=A, obs_size=D, **kw)
+
+
+def _moves(key, n, true_weights, base_logits):
+    """``n`` observations and moves of an opponent playing ``softmax(base +
+    phi W)`` (base logits fixed, the features of a unit normal observation)."""
+    key_obs, key_act = jax.random.split(key)
+    obs = jax.random.normal(key_obs, (n, D))
+    config = _config()
+    logits = floored_base(config, base_logits) + residual_features(config, obs) @ (
+        true_weights
+    )
+    actions = jax.random.categorical(key_act, logits)
+    return obs, actions
+
+
+def test_no_moves_is_the_floored_base():
+    config = _config(prior=0.3)
+    state = init_online_residual(config)
+    assert float(residual_weight(state)) == pytest.approx(0.3)
+    base = jnp.array([[2.0, 0.0, -jnp.inf]])
+    got = residual_log_probs(config, state.weights, base, jnp.ones((1, D)))
+    # softmax(base) = [e^2, 1, 0] / (e^2 + 1); floored by 0.05 / 3 each.
+    p = np.array([np.e**2, 1.0, 0.0]) / (np.e**2 + 1)
+    np.testing.assert_allclose(np.exp(got[0]), 0.95 * p + 0.05 / 3, rtol=1e-6)
+
+
+def test_newton_fit_reaches_the_map_of_a_general_optimiser():
+    config = _config(prior_precision=0.5, newton_steps=8)
+    key = jax.random.key(0)
+    true = jax.random.normal(key, (D + 1, A))
+    obs, actions = _moves(jax.random.fold_in(key, 1), 40, true, jnp.zeros(A))
+    features = residual_features(config, obs)
+    base = floored_base(config, jnp.zeros((40, A)))
+    mask = jnp.arange(40) < 30  # the last ten are ignored
+    got = fit_residual(config, features, base, actions, mask, jnp.zeros((D + 1, A)))
+
+    def loss(flat):
+        w = flat.reshape(D + 1, A)
+        logits = np.asarray(base[:30]) + np.asarray(features[:30]) @ w
+        log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+        chosen = log_probs[np.arange(30), np.asarray(actions[:30])]
+        return -chosen.sum() + 0.25 * np.sum(flat * flat)
+
+    want = minimize(loss, np.zeros((D + 1) * A), method="BFGS", tol=1e-10).x
+    np.testing.assert_allclose(np.asarray(got).reshape(-1), want, atol=1e-4)
+
+
+def test_evidence_rises_for_an_opponent_the_base_misdescribes_and_not_otherwise():
+    config = _config()
+    key = jax.random.key(1)
+    base_logits = jnp.zeros(A)  # the base: uniform moves
+    strong = 3.0 * jax.random.normal(key, (D + 1, A))
+    observe = jax.jit(
+        lambda s, o, a: observe_residual(config, s, o[None], a[None], base_logits[None])
+    )
+
+    def play(weights, key):
+        obs, actions = _moves(key, 60, weights, base_logits)
+        state = init_online_residual(config)
+        for t in range(60):
+            state = observe(state, obs[t], actions[t])
+        return state
+
+    learned = play(strong, jax.random.fold_in(key, 2))
+    assert float(residual_weight(learned)) > 0.99
+    # the fitted correction predicts fresh moves of that opponent better than
+    # the base: log(1/3) = -1.099 nats per move
+    obs, actions = _moves(jax.random.fold_in(key, 4), 500, strong, base_logits)
+    log_probs = residual_log_probs(config, learned.weights, base_logits, obs)
+    fresh = float(jnp.mean(log_probs[jnp.arange(500), actions]))
+    assert fresh > -1.099 + 0.3
+    # an opponent that plays the base: the correction only overfits, and the
+    # prequential evidence says so
+    plain = play(jnp.zeros((D + 1, A)), jax.random.fold_in(key, 3))
+    assert float(residual_weight(plain)) < 0.5
+
+
+def test_the_buffer_keeps_the_latest_capacity_moves():
+    config = _config(capacity=4)
+    state = init_online_residual(config)
+    for t in range(6):
+        obs = jnp.full((2, D), float(t))  # two agents per step
+        state = observe_residual(
+            config, state, obs, jnp.array([t % A, (t + 1) % A]), jnp.zeros((2, A))
+        )
+    assert int(state.count) == 12
+    # slots 0..3 hold moves 8, 9, 10, 11: steps 4, 4, 5, 5
+    np.testing.assert_array_equal(state.features[:, 0], [4.0, 4.0, 5.0, 5.0])
+    np.testing.assert_array_equal(state.actions, [1, 2, 2, 0])
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("num_actions", 1, "num_actions must be >= 2"),
+        ("drop_obs_tail", D, "drop_obs_tail must be below obs_size"),
+        ("prior_precision", 0.0, "prior_precision must be > 0"),
+        ("capacity", 0, "capacity must be >= 1"),
+        ("epsilon", 0.0, "epsilon"),
+        ("prior", 1.0, "prior"),
+    ],
+)
+def test_bad_config_names_the_field(field, value, words):
+    kw = {"num_actions": A, "obs_size": D, field: value}
+    with pytest.raises(InvalidParameterError, match=words):
+        OnlineResidualConfig(**kw)
+
+
+def test_features_refuse_an_observation_of_the_wrong_width():
+    with pytest.raises(InvalidParameterError, match="obs_size 4"):
+        residual_features(_config(), jnp.zeros((1, D + 1)))
+
+
+# -- the planner's model --------------------------------------------------------------
+def _intent_model():
+    """An opponent of one agent whose observation ends in a 2-entry intent
+    one-hot, played by a random-weight actor."""
+    spec = PolicySpec(kind="actor", obs_size=D, num_actions=A, num_agents=1)
+    params = init_params(spec, jax.random.key(3))
+    model = IntentConditionedModel(PolicyOpponentModel(spec, team=1), 2)
+    return model, IntentModelParams(params, jnp.array([0.25, 0.75]))
+
+
+def test_intent_predictive_averages_the_intent_out():
+    model, params = _intent_model()
+    obs = (jnp.zeros((2, 5)), jax.random.normal(jax.random.key(4), (1, D)))
+    got = predictive_logits(model, params, obs)
+    per = [jax.nn.softmax(model.logits(params, jnp.int32(k), obs)) for k in (0, 1)]
+    np.testing.assert_allclose(np.exp(got), 0.25 * per[0] + 0.75 * per[1], rtol=1e-5)
+
+
+def test_residual_model_imagines_the_base_or_the_correction_by_its_weight():
+    base, base_params = _intent_model()
+    config = OnlineResidualConfig(num_actions=A, obs_size=D, drop_obs_tail=2)
+    model = OnlineResidualModel(base, config, team=1)
+    weights = jax.random.normal(jax.random.key(5), (config.num_features, A))
+    obs = (jnp.zeros((2, 5)), jax.random.normal(jax.random.key(6), (1, D)))
+    key = jax.random.key(7)
+    for w, corrected in ((0.0, False), (1.0, True)):
+        params = OnlineResidualParams(base_params, weights, jnp.float32(w))
+        latent = model.sample_latent(params, key)
+        assert bool(latent.corrected) is corrected
+        # the base's latent is the one the base alone draws with the same key
+        assert int(latent.base) == int(base.sample_latent(base_params, key))
+        got = model.logits(params, latent, obs)
+        plain = base.logits(base_params, latent.base, obs)
+        want = (
+            residual_log_probs(config, weights, plain, obs[1]) if corrected else plain
+        )
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_residual_model_refuses_a_base_of_other_actions():
+    base, _ = _intent_model()
+    with pytest.raises(InvalidParameterError, match="num_actions is 5"):
+        OnlineResidualModel(
+            base, OnlineResidualConfig(num_actions=5, obs_size=D), team=1
+        )
+
+
+def test_predictive_names_a_model_that_cannot_average_its_latent():
+    from mopa.planning import FunctionOpponentModel
+
+    model = FunctionOpponentModel(
+        lambda p, z, o: jnp.zeros((1, A)), 1, A, latent_fn=lambda p, k: k
+    )
+    with pytest.raises(InvalidParameterError, match="no predictive_logits"):
+        predictive_logits(model, (), (jnp.zeros((1, D)),))
