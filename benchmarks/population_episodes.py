@@ -31,7 +31,6 @@ verify results/intent_population --scratch DIR``: ``DIR/stages``). Writes ``--ou
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import time
 from pathlib import Path
@@ -43,7 +42,9 @@ use_cpu_devices()  # as the mopa command does, before JAX starts
 import numpy as np  # noqa: E402
 from scipy import stats  # noqa: E402
 
+from mopa.core.configs import replace_from_json  # noqa: E402
 from mopa.core.runinfo import run_metadata  # noqa: E402
+from mopa.errors import InvalidParameterError  # noqa: E402
 from mopa.eval.intervals import mean_interval  # noqa: E402
 from mopa.experiments import intent_population as ip  # noqa: E402
 from mopa.experiments.intent import read_teams  # noqa: E402
@@ -68,14 +69,13 @@ def main() -> None:
         "--set", nargs=2, action="append", default=[], metavar=("FIELD", "VALUE")
     )
     args = parser.parse_args()
-    changes = {field: json.loads(value) for field, value in args.set}
-    changes = {f: tuple(v) if isinstance(v, list) else v for f, v in changes.items()}
-    unknown = [f for f in changes if not hasattr(ip.PROFILES["default"], f)]
-    if unknown:
-        parser.error(f"--set: not fields of the experiment's config: {unknown}")
+    try:
+        config = replace_from_json(ip.PROFILES["default"], args.set)
+    except InvalidParameterError as error:
+        parser.error(f"--set: {error}")
+    changes = {f: getattr(config, f) for f, _ in args.set}
     if args.out_of_family_row not in ip.ROWS:
         parser.error(f"--out-of-family-row must be one of {list(ip.ROWS)}")
-    config = dataclasses.replace(ip.PROFILES["default"], **changes)
     meta = run_metadata(
         {
             "stages": str(args.stages),

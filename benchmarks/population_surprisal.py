@@ -69,7 +69,7 @@ def main() -> None:
     start = time.perf_counter()
     per_prey = {}
     for name in [*config.held_out_prey, *config.out_of_family]:
-        _, states, _ = play(name)
+        states = play(name).beliefs
         C = states.log_likelihood.shape[0]
         by_step = {
             "none_fits": jax.vmap(jax.vmap(none_fits_probability))(states),

@@ -42,7 +42,6 @@ catches the most (``chosen``).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import time
 from pathlib import Path
@@ -54,7 +53,9 @@ use_cpu_devices()  # as the mopa command does, before JAX starts
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
+from mopa.core.configs import replace_from_json  # noqa: E402
 from mopa.core.runinfo import run_metadata  # noqa: E402
+from mopa.errors import InvalidParameterError  # noqa: E402
 from mopa.eval.intervals import mean_interval  # noqa: E402
 from mopa.experiments import intent_population as ip  # noqa: E402
 from mopa.experiments.intent import (  # noqa: E402
@@ -149,10 +150,13 @@ def main() -> None:
     args = parser.parse_args()
     base = ip.PROFILES["default"]
     field = args.vary[0]
-    values = [json.loads(v) for v in args.vary[1:]]  # lists: the config's tuples
-    values = [tuple(v) if isinstance(v, list) else v for v in values]
-    if not hasattr(base, field) or len(values) < 2:
+    if len(args.vary) < 3:
         parser.error("--vary: a field of the experiment's config and two values")
+    try:
+        configs = [replace_from_json(base, [(field, v)]) for v in args.vary[1:]]
+    except InvalidParameterError as error:
+        parser.error(f"--vary: {error}")
+    values = [getattr(c, field) for c in configs]
     if getattr(base, field) not in values:
         parser.error(f"--vary must include the config's value, {getattr(base, field)}")
     meta = run_metadata(
@@ -182,8 +186,7 @@ def main() -> None:
     belief_spec = teams["belief"]["predator"][0]
     prey_spec = teams["belief"]["prey"][0]
     captures, runs = [], []
-    for value in values:
-        config = dataclasses.replace(base, **{field: value})
+    for config in configs:
         search = tree_search_planner(
             config.intent_config(), env, belief_spec, prey_spec
         ).config
@@ -201,7 +204,7 @@ def main() -> None:
                 "seconds": round(time.perf_counter() - tic, 1),
             }
         )
-        print(value, captures[-1].mean(), runs[-1], flush=True)
+        print(getattr(config, field), captures[-1].mean(), runs[-1], flush=True)
 
     reference = captures[values.index(getattr(base, field))]
     by_value = [

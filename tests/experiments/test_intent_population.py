@@ -29,6 +29,7 @@ from mopa.experiments.intent_population import (
     load_clones,
     match_beliefs,
     match_player,
+    match_residuals,
     planner_difference,
 )
 from mopa.opponent.population import none_fits_probability
@@ -251,7 +252,8 @@ def quick_stages(quick_run):
 def test_match_player_replays_the_adaptation_stage(quick_stages, results):
     play = match_player(QUICK, *quick_stages)
     name = QUICK.held_out_prey[0]
-    captures, states, intents = play(name)
+    captures, states, intents, residuals = play(name)
+    assert residuals is None  # no online_fallback in the quick profile
     C, M = len(QUICK.predator_seeds) * QUICK.matches_per_seed, QUICK.match_episodes
     assert captures.shape == (C, M)
     assert states.log_likelihood.shape[0] == C and intents.shape[0] == C
@@ -524,15 +526,10 @@ def _play_match(player, player_params, env, params, prey_spec, prey, T):
 
 
 def test_the_online_correction_equals_the_offline_one_across_a_match():
-    """The fallback's correction the player carries: at each step the moves seen
-    before it, refitted; carried into the second episode; the planner handed its
-    weights."""
-    from mopa.opponent.online import (
-        init_online_residual,
-        observe_residual,
-        residual_weight,
-    )
-    from mopa.planning import predictive_logits
+    """The fallback's correction the player carries at every step of two episodes
+    equals :func:`match_residuals` on the recorded prey moves (carried into the
+    second episode), and is what the planner is handed."""
+    from mopa.opponent.online import residual_weight
 
     env, params, player, player_params, *_, prey_spec, prey = (
         _random_population_predator(online=True)
@@ -544,29 +541,26 @@ def test_the_online_correction_equals_the_offline_one_across_a_match():
     )
     residual = player.online
     assert residual is not None
-    base_params = player_params.opponent_params.fallback_params.base_params
-    state = init_online_residual(residual.config)
-    for i, carry in enumerate(carries):
-        if i > 0 and step_log[i] > 0:  # the move of the step before, seen now
-            state = observe_residual(
-                residual.config,
-                state,
-                obs_log[i - 1],
-                action_log[i - 1],
-                predictive_logits(
-                    residual.base,
-                    base_params,
-                    (jnp.zeros((env.num_predators, 1)), obs_log[i - 1]),
-                ),
-            )
-        assert int(carry.online.count) == int(state.count), i
-        np.testing.assert_allclose(carry.online.weights, state.weights, atol=1e-4)
-        np.testing.assert_allclose(
-            residual_weight(carry.online), residual_weight(state), atol=1e-5
-        )
-    # 3 moves seen in each episode (the last move of an episode is never seen),
-    # the second episode's added to the first's
+    offline = match_residuals(
+        residual,
+        player_params.opponent_params.fallback_params.base_params,
+        jnp.stack(obs_log),
+        jnp.stack(action_log),
+        jnp.asarray(step_log),
+        T,
+    )
+    online = jax.tree.map(lambda *xs: jnp.stack(xs), *(c.online for c in carries))
+    # offline: before each step's move; online: after the previous step's move,
+    # the state the player acts on at that step: the same
+    np.testing.assert_array_equal(online.count, offline.count)
+    np.testing.assert_allclose(online.weights, offline.weights, atol=1e-4)
+    np.testing.assert_allclose(
+        residual_weight(online), residual_weight(offline), atol=1e-5
+    )
+    # 3 moves seen in each episode (an episode's last move is never seen), the
+    # second episode's added to the first's
     assert int(carries[-1].online.count) == 2 * (T - 1)
+    np.testing.assert_array_equal(offline.count, [0, 1, 2, 3, 3, 4, 5, 6])
     assert np.abs(np.asarray(carries[-1].online.weights)).max() > 0
 
 

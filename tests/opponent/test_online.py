@@ -201,3 +201,26 @@ def test_predictive_names_a_model_that_cannot_average_its_latent():
     )
     with pytest.raises(InvalidParameterError, match="no predictive_logits"):
         predictive_logits(model, (), (jnp.zeros((1, D)),))
+
+
+def test_a_deterministic_opponent_is_learned_without_overshooting():
+    """An opponent whose move is the argmax of a linear score of wide
+    observations: its moves are separable, and a full Newton step from the last
+    fit overshoots (weights near 50, the evidence thousands of nats below 0).
+    Every step the fit takes lowers its objective, so the weights stay small and
+    the correction's prequential evidence over a uniform base rises."""
+    config = OnlineResidualConfig(num_actions=5, obs_size=14)
+    obs = 2.0 * jax.random.normal(jax.random.key(8), (100, 14))
+    score = residual_features(config, obs) @ jax.random.normal(
+        jax.random.key(9), (15, 5)
+    )
+    actions = jnp.argmax(score, -1)
+    observe = jax.jit(
+        lambda s, o, a: observe_residual(config, s, o[None], a[None], jnp.zeros((1, 5)))
+    )
+    state = init_online_residual(config)
+    for t in range(100):
+        state = observe(state, obs[t], actions[t])
+    assert float(jnp.abs(state.weights).max()) < 5.0
+    assert float(state.log_odds) > 30.0
+    assert float(residual_weight(state)) > 0.99

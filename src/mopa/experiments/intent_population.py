@@ -76,7 +76,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -128,7 +128,9 @@ from mopa.opponent.calibration import accuracy_by_step, ece_by_step
 from mopa.opponent.data import generate, load_dataset, save_dataset
 from mopa.opponent.online import (
     OnlineResidualConfig,
+    OnlineResidualState,
     init_online_residual,
+    observe_residual,
     residual_weight,
 )
 from mopa.opponent.population import (
@@ -154,6 +156,7 @@ from mopa.planning import (
     OnlineResidualParams,
     PopulationModelParams,
     PopulationOpponentModel,
+    predictive_logits,
 )
 from mopa.players import PolicyPlayer
 
@@ -1007,20 +1010,89 @@ def match_beliefs(
     return states
 
 
+def match_residuals(
+    model: OnlineResidualModel,
+    base_params: Any,
+    obs: jax.Array,
+    actions: jax.Array,
+    step: jax.Array,
+    horizon: int,
+) -> OnlineResidualState:
+    """The fallback's online correction ``population_planner`` acts on at every step
+    of one match (with ``online_fallback``), from the recorded moves: as the player
+    computes it online (fresh at the match's start, carried across its episodes,
+    updated by every move but each episode's last).
+
+    Args:
+        model: the planner's fallback.
+        base_params: its base model's params (one predator seed's).
+        obs: ``[S, 1, D]`` the prey's observations through the match.
+        actions: ``[S, 1]`` its moves.
+        step: ``[S]`` int, the step inside the episode.
+        horizon: steps per episode.
+
+    Returns:
+        Leaves ``[S, ...]``: the correction before each step's move.
+    """
+
+    def body(state, inputs):
+        o, a, t = inputs
+        base = predictive_logits(model.base, base_params, _prey_obs_only(o))
+        after = observe_residual(model.config, state, o, a, base)
+        kept = jax.tree.map(lambda n, s: jnp.where(t < horizon - 1, n, s), after, state)
+        return kept, state
+
+    start = init_online_residual(model.config)
+    _, states = jax.lax.scan(body, start, (obs, actions, step))
+    return states
+
+
+def _prey_obs_only(prey_obs: jax.Array) -> tuple:
+    """Every team's observations for a model that reads the prey's alone (the
+    others empty)."""
+    empty = jnp.zeros((0, 0), prey_obs.dtype)
+    return tuple(prey_obs if team == PREY else empty for team in range(2))
+
+
+class Matches(NamedTuple):
+    """The ``adaptation`` stage's matches against one prey (:func:`match_player`);
+    ``C`` matches of ``M`` episodes of ``T`` steps."""
+
+    captures: np.ndarray  # [C, M]
+    beliefs: PopulationBeliefState  # leaves [C, M x T, ...] (match_beliefs)
+    intents: np.ndarray  # [C, M x T] the prey's intent at every step
+    residuals: OnlineResidualState | None  # leaves [C, M x T, ...]; None: no online
+
+
 def match_player(
-    config: PopulationExperimentConfig, teams: dict, clones: Any
-) -> Callable[[str], tuple[np.ndarray, PopulationBeliefState, np.ndarray]]:
+    config: PopulationExperimentConfig,
+    teams: dict,
+    clones: Any,
+    row: str = "population_planner",
+) -> Callable[[str], Matches]:
     """``play(name)``: the ``adaptation`` stage's matches of ``population_planner``
     against prey ``name`` (a held-out or out-of-family prey; its place in the
     stage's order, held-out prey then out-of-family ones, picks the matches' key),
-    ``matches_per_seed`` per predator seed. Returns the captures ``[C, M]`` of
-    every match and episode, the joint belief after every step (leaves ``[C, M x
-    T, ...]``, :func:`match_beliefs`) and the prey's intent at every step ``[C, M
-    x T]``; ``C`` counts the matches of every predator seed. The player and the
-    compiled belief are built once, for every prey."""
+    ``matches_per_seed`` per predator seed, as :class:`Matches`: the captures of
+    every match and episode, the joint belief before every step's move
+    (:func:`match_beliefs`), the prey's intent at every step and, with
+    ``online_fallback``, the fallback's correction before every step's move
+    (:func:`match_residuals`); ``C`` counts the matches of every predator seed.
+    The player and the compiled replays are built once, for every prey.
+
+    ``row`` plays another row of :func:`build_rows` (not ``true_model_planner``)
+    in the same matches: the same keys, so the same starting positions and prey
+    draws where the moves agree; the beliefs are then what the population belief
+    would have said of its prey's moves."""
     env, params = intent_game()
     pop_config = config.population_config()
-    player, entry_params = build_rows(config, teams, clones)["population_planner"]
+    rows = build_rows(config, teams, clones)
+    if row not in rows or row == "true_model_planner":
+        raise InvalidParameterError(
+            f"match_player: row must be one of "
+            f"{[r for r in rows if r != 'true_model_planner']}, got {row!r}"
+        )
+    player, entry_params = rows[row]
     prey = prey_entries(config, teams)
     M, T = config.match_episodes, int(params.max_steps)
     key = jax.random.fold_in(jax.random.key(config.seed), 11)
@@ -1039,15 +1111,26 @@ def match_player(
         )
     )
 
+    online = getattr(player, "online", None)
+    residuals_fn = None
+    if online is not None:
+        base_params = entry_params(None).opponent_params.fallback_params.base_params
+        residuals_fn = jax.jit(
+            jax.vmap(
+                lambda b, o, a, t: match_residuals(online, b, o, a, t, T),
+                in_axes=(None, 0, 0, 0),
+            )
+        )
+
     order = [*config.held_out_prey, *config.out_of_family]
 
-    def play(name: str):
+    def play(name: str) -> Matches:
         if name not in order:
             raise InvalidParameterError(
                 f"match_player: prey must be one of {order}, got {name!r}"
             )
         p = order.index(name)
-        captures, states, intents = [], [], []
+        captures, states, intents, residuals = [], [], [], []
         for i in range(len(config.predator_seeds)):
             dataset = generate(
                 env,
@@ -1074,13 +1157,28 @@ def match_player(
                 )
             )
             intents.append(np.repeat(dataset["intent"], T, axis=1))  # [C, M x T]
-        return (
-            np.concatenate(captures),
-            jax.tree.map(lambda *xs: jnp.concatenate(xs), *states),
-            np.concatenate(intents),
+            if residuals_fn is not None:
+                residuals.append(
+                    residuals_fn(
+                        jax.tree.map(lambda x, i=i: x[i], base_params),
+                        jnp.asarray(dataset["obs.prey"]),
+                        jnp.asarray(dataset["actions.prey"]),
+                        jnp.asarray(dataset["step"]),
+                    )
+                )
+        return Matches(
+            captures=np.concatenate(captures),
+            beliefs=_concatenate(states),
+            intents=np.concatenate(intents),
+            residuals=_concatenate(residuals) if residuals else None,
         )
 
     return play
+
+
+def _concatenate(parts: list) -> Any:
+    """Pytrees ``parts`` joined along their leaves' first axis."""
+    return jax.tree.map(lambda *xs: jnp.concatenate(xs), *parts)
 
 
 def _adaptation(config, teams: dict, clone_folder: Path, folder: Path, progress):
@@ -1091,7 +1189,7 @@ def _adaptation(config, teams: dict, clone_folder: Path, folder: Path, progress)
     out = {}
     for name in [*config.held_out_prey, *config.out_of_family]:
         progress(f"[adaptation] matches vs {name}")
-        captures, states, intents = play(name)
+        captures, states, intents, residuals = play(name)
         C = captures.shape[0]
         flat = jax.vmap(jax.vmap(none_fits_probability))(states)
         top = jnp.max(jax.vmap(jax.vmap(member_belief))(states), -1)
@@ -1102,6 +1200,11 @@ def _adaptation(config, teams: dict, clone_folder: Path, folder: Path, progress)
             np.asarray(top).reshape(C, M, -1),
             (np.asarray(guess) == intents).reshape(C, M, -1),
         )
+        if residuals is not None:
+            weight = jax.vmap(jax.vmap(residual_weight))(residuals)
+            out[name]["residual_weight_by_episode_end"] = (
+                np.asarray(weight).reshape(C, M, -1)[:, :, -1].mean(0).tolist()
+            )
     held_out = {
         key: np.concatenate([out[n]["raw"][key] for n in config.held_out_prey])
         for key in ("captures", "none_fits", "top_member", "intent_right")

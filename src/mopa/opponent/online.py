@@ -59,6 +59,9 @@ from flax import struct
 from mopa.core.checks import check_count, check_fields, check_probability
 from mopa.errors import InvalidParameterError
 
+_STEP_SIZES = (1.0, 0.5, 0.25, 0.125, 0.0625, 0.0)
+"""Newton step sizes :func:`fit_residual` tries (the best is taken)."""
+
 DEFAULT_PRIOR = 0.5
 """Default prior probability that the correction predicts the opponent better than
 the base (no preference: the prequential evidence decides)."""
@@ -188,7 +191,9 @@ def fit_residual(
     """``newton_steps`` Newton steps on the MAP objective from ``weights``.
 
     The objective is ``-sum_n mask_n log softmax(base_n + phi_n W)_{a_n} +
-    lambda / 2 ||W||^2``, convex, with Hessian at least ``lambda I``.
+    lambda / 2 ||W||^2``, convex, with Hessian at least ``lambda I``. Each step
+    moves along the Newton direction by the best of a few step sizes (1, 1/2, ...,
+    1/16, or 0): the objective never rises.
 
     Args:
         config: the model.
@@ -215,7 +220,13 @@ def fit_residual(
     def step(flat, _):
         gradient = jax.grad(loss)(flat)
         hessian = jax.hessian(loss)(flat)
-        return flat - jnp.linalg.solve(hessian, gradient), None
+        direction = jnp.linalg.solve(hessian, gradient)
+        # A full Newton step can overshoot far from the optimum (moves a linear
+        # model separates push the weights out); take the best of a few halvings,
+        # or none, so that the objective never rises.
+        sizes = jnp.asarray(_STEP_SIZES, flat.dtype)
+        tried = flat[None] - sizes[:, None] * direction[None]
+        return tried[jnp.argmin(jax.vmap(loss)(tried))], None
 
     flat, _ = jax.lax.scan(step, weights.reshape(-1), None, length=config.newton_steps)
     return flat.reshape(shape)
