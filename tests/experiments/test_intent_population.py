@@ -355,10 +355,18 @@ def test_the_evader_runs_from_the_nearest_predator_and_turns_at_the_wall():
     evader = EvaderPrey(env)
     far = [[0.0, -0.9], [0.0, 0.9], [-0.9, -0.9]]
 
+    model = evader.opponent_model()
+
     def act(prey, predators):
         state = _state_with(env, params, prey, predators)
-        obs = env.observe(state, params)[1]
+        every = env.observe(state, params)
+        obs = every[1]
         actions, _ = evader.act({}, jax.random.key(0), state, obs, obs[:, :0], None)
+        # As a planner's model, read from the prey's observation: the same move.
+        logits = model.logits((), model.sample_latent((), jax.random.key(1)), every)
+        assert logits.shape == (1, 5)
+        assert int(jnp.argmax(logits[0])) == int(actions[0])
+        assert np.sum(np.isfinite(np.asarray(logits))) == 1
         return int(actions[0])
 
     # The nearest predator is 0.2 to the prey's left: push +x (action 2).

@@ -67,10 +67,12 @@ from mopa.opponent.population import (
     reset_intent,
 )
 from mopa.planning import (
+    FunctionOpponentModel,
     LookaheadParams,
     LookaheadPlayer,
     MCTSPlayer,
     OnlineResidualModel,
+    greedy_logits,
     predictive_logits,
 )
 from mopa.players import plays_games_in_turn
@@ -305,13 +307,31 @@ class EvaderPrey:
     def act(self, params, key, state, obs, carry, reset):
         del params, key, obs, reset
         P = self.env.num_predators
-        gap = state.pos[P] - state.pos[:P]  # [P, 2] from each predator to the prey
+        scores = self._scores(state.pos[P], state.pos[P] - state.pos[:P])
+        return jnp.argmax(scores)[None].astype(jnp.int32), carry
+
+    def _scores(self, pos: jax.Array, gap: jax.Array) -> jax.Array:
+        """``[5]`` each move's score (the move taken is the argmax) for the prey at
+        ``pos`` ``[2]``, ``gap`` ``[P, 2]`` from each predator to the prey."""
         distance = jnp.sqrt(jnp.sum(gap * gap, -1) + 1e-12)
         nearest = jnp.argmin(distance)
         away = gap[nearest] / distance[nearest]
-        inward = -jnp.sign(state.pos[P]) * (jnp.abs(state.pos[P]) > self.wall)
-        scores = jnp.asarray(ACTION_DIRECTIONS) @ (away + 2.0 * inward)  # [5]
-        return jnp.argmax(scores)[None].astype(jnp.int32), carry
+        inward = -jnp.sign(pos) * (jnp.abs(pos) > self.wall)
+        return jnp.asarray(ACTION_DIRECTIONS) @ (away + 2.0 * inward)
+
+    def opponent_model(self) -> FunctionOpponentModel:
+        """The evader's own rule as a planner's opponent model (no params, no
+        latent): the one-hot distribution on its move, read from its observation
+        (its position, and the predators' positions relative to it)."""
+        P, L = self.env.num_predators, self.env.num_obstacles
+
+        def logits_fn(params, latent, obs):
+            del params, latent
+            own = obs[PREY][0]  # [D]: vel, pos, obstacles, others, ...
+            relative = own[4 + 2 * L : 4 + 2 * L + 2 * P].reshape(P, 2)
+            return greedy_logits(self._scores(own[2:4], -relative))[None]
+
+        return FunctionOpponentModel(logits_fn, num_opponents=1, num_actions=5)
 
 
 @dataclasses.dataclass(frozen=True)
