@@ -32,6 +32,7 @@ from mopa.experiments.intent_population import (
     match_residuals,
     planner_difference,
 )
+from mopa.opponent.online import residual_weight
 from mopa.opponent.population import none_fits_probability
 from tests.browser import assert_plots_unclipped, image_widths, report_page
 
@@ -164,6 +165,9 @@ def test_quick_run_writes_the_files_and_the_schema(quick_run, results):
     for summary in adaptation["per_prey"].values():
         assert len(summary["none_fits_by_step_first_episode"]) == 25
         assert all(0.0 <= p <= 1.0 for p in summary["none_fits_by_episode_end"])
+        weights = summary["residual_weight_by_episode_end"]  # online_fallback
+        assert len(weights) == QUICK.match_episodes
+        assert all(0.0 <= w <= 1.0 for w in weights)
         # The largest of M member probabilities is at least 1 / M.
         members = len(results["clones"]["members"])
         assert all(
@@ -253,7 +257,6 @@ def test_match_player_replays_the_adaptation_stage(quick_stages, results):
     play = match_player(QUICK, *quick_stages)
     name = QUICK.held_out_prey[0]
     captures, states, intents, residuals = play(name)
-    assert residuals is None  # no online_fallback in the quick profile
     C, M = len(QUICK.predator_seeds) * QUICK.matches_per_seed, QUICK.match_episodes
     assert captures.shape == (C, M)
     assert states.log_likelihood.shape[0] == C and intents.shape[0] == C
@@ -266,6 +269,13 @@ def test_match_player_replays_the_adaptation_stage(quick_stages, results):
     )
     by_episode = [e["mean"] for e in stage["captures_by_episode"]]
     np.testing.assert_allclose(captures.mean(0), by_episode, atol=1e-6)
+    # online_fallback (the default): the fallback's correction, replayed
+    weight = jax.vmap(jax.vmap(residual_weight))(residuals)
+    np.testing.assert_allclose(
+        np.asarray(weight).reshape(C, M, -1)[:, :, -1].mean(0),
+        stage["residual_weight_by_episode_end"],
+        atol=1e-6,
+    )
     with pytest.raises(InvalidParameterError, match="prey must be one of"):
         play(QUICK.fitting_prey[0])
 
@@ -537,7 +547,6 @@ def test_the_online_correction_equals_the_offline_one_across_a_match():
     """The fallback's correction the player carries at every step of two episodes
     equals :func:`match_residuals` on the recorded prey moves (carried into the
     second episode), and is what the planner is handed."""
-    from mopa.opponent.online import residual_weight
 
     env, params, player, player_params, *_, prey_spec, prey = (
         _random_population_predator(online=True)
