@@ -45,7 +45,9 @@ re-run with the same config, see :mod:`mopa.experiments.stages`):
    against every held-out prey and every out-of-family prey: captures by episode
    index, the paired difference of the second half's mean over the first episode,
    and the belief's none-fits probability and largest member probability through
-   the match (recomputed from the recorded moves as the player computes it online).
+   the match (recomputed from the recorded moves as the player computes it online),
+   and with ``online_fallback`` the weight of the fallback's online correction at
+   each episode's end (:func:`match_residuals`).
    It runs at the same time as ``eval``
    (:meth:`~mopa.experiments.stages.Stages.run_together`), with the same numbers
    as alone.
@@ -63,7 +65,9 @@ Rows (all use the predators of the ``predator_seeds``):
 * ``population_planner``: the lookahead with the population model, drawing an
   (intent, member) per rollout from the joint belief, updated online from the
   prey's moves (:class:`~mopa.experiments.intent_population_players.
-  PopulationPredator`);
+  PopulationPredator`); when none fits, the flat-belief planner's prey model,
+  corrected online to the prey's moves (``online_fallback``,
+  :mod:`mopa.opponent.online`);
 * ``population_mcts``: the tree search (:func:`~mopa.experiments.intent.
   tree_search_planner`'s budget) with the same model and belief, its none-fits
   probability from a prior of its own (``mcts_planning_prior``);

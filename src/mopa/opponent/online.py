@@ -17,7 +17,8 @@ epsilon / A``, so that a move the base rules out can still be learned). Under a
 Gaussian prior ``W ~ N(0, 1 / prior_precision)`` on every weight, ``W`` is the MAP
 estimate on the ``capacity`` latest moves: a convex problem (multinomial logistic
 regression with the base as an offset), refitted after every move by
-``newton_steps`` Newton steps from the previous weights. With no moves ``W = 0``,
+``newton_steps`` Newton steps from the previous weights (each the best of a few
+step sizes, so the objective never rises). With no moves ``W = 0``,
 the floored base. The features are the raw observation: a user whose observations
 are far from unit scale scales them first.
 
@@ -30,10 +31,11 @@ sequential predictor, which cannot reward fitting the move being scored)::
     log_odds(t) = log_odds(t - 1) + log p_{W_{t-1}}(a_t | o_t) - log p_base(a_t | o_t)
     residual_weight(t) = sigmoid(log_odds(t)),   log_odds(0) = logit(prior)
 
-A planner (:class:`~mopa.planning.OnlineResidualModel`) imagines the corrected
-model in a rollout with probability ``residual_weight`` and the base itself (not
-floored) otherwise, so with no evidence for the correction it plans as it would on
-the base alone.
+(``p_base`` floored in both terms.) A planner
+(:class:`~mopa.planning.OnlineResidualModel`) imagines the corrected model in a
+rollout with probability ``residual_weight`` and the base itself (not floored)
+otherwise: from ``prior`` (even odds by default) before any move, and as the base
+alone once the evidence is against the correction.
 
 Typical use, beside a planner whose opponent model is an
 :class:`~mopa.planning.OnlineResidualModel` on ``base``::

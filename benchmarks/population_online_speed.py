@@ -1,0 +1,80 @@
+"""What the online correction of the fallback costs the population planners: the
+time to play ``--episodes`` episodes per predator seed against one held-out prey
+with ``online_fallback`` off and on, in one process, alternated ``--repeats``
+times after a first, compiling, play of each (the machines are shared and noisy,
+so the figure is the ratio of the two in the same run).
+
+Writes ``--out`` (JSON) and ``--out`` with ``.meta.json``::
+
+    JAX_PLATFORMS=cpu python benchmarks/population_online_speed.py \\
+        --stages DIR/stages --out benchmarks/population_online_speed.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from mopa.core.devices import use_cpu_devices
+
+use_cpu_devices()  # as the mopa command does, before JAX starts
+
+import numpy as np  # noqa: E402
+
+from mopa.core.configs import replace_from_json  # noqa: E402
+from mopa.core.runinfo import run_metadata  # noqa: E402
+from mopa.experiments import intent_population as ip  # noqa: E402
+from mopa.experiments.intent import read_teams  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stages", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--episodes", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--row", choices=("population_planner", "population_mcts"),
+        default="population_planner",
+    )  # fmt: skip
+    args = parser.parse_args()
+    meta = run_metadata(vars(args) | {"stages": str(args.stages), "out": str(args.out)})
+    base = ip.PROFILES["default"]
+    teams = {c: read_teams(args.stages / f"train_{c}") for c in base.conditions}
+    clones = ip.load_clones(args.stages / "population")
+    prey = ip.prey_entries(base, teams)[base.held_out_prey[0]]
+    plays = {}
+    for flag in (False, True):
+        config = replace_from_json(base, [("online_fallback", json.dumps(flag))])
+        rows = ip.build_rows(config, teams, clones)
+        plays[flag] = lambda rows=rows, config=config: ip.play_rows(
+            rows, [args.row], prey, ip.eval_key(config),
+            num_episodes=args.episodes, paired=False, faced=prey.params,
+        )  # fmt: skip
+    seconds = {False: [], True: []}
+    for flag in (False, True):
+        plays[flag]()  # compile
+    for _ in range(args.repeats):
+        for flag in (False, True):
+            start = time.perf_counter()
+            plays[flag]()
+            seconds[flag].append(time.perf_counter() - start)
+    off, on = (float(np.median(seconds[f])) for f in (False, True))
+    results = {
+        "row": args.row,
+        "episodes": args.episodes * len(base.predator_seeds),
+        "seconds_off": seconds[False],
+        "seconds_on": seconds[True],
+        "median_off": off,
+        "median_on": on,
+        "on_over_off": on / off,
+    }
+    print(json.dumps(results, indent=1), flush=True)
+    args.out.write_text(json.dumps(results, indent=1) + "\n")
+    args.out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
