@@ -31,7 +31,6 @@ verify results/intent_population --scratch DIR``: ``DIR/stages``). Writes ``--ou
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
@@ -40,14 +39,12 @@ from mopa.core.devices import use_cpu_devices
 use_cpu_devices()  # as the mopa command does, before JAX starts
 
 import numpy as np  # noqa: E402
+from _population import add_set_option, config_from, trained_stages, write_record  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from mopa.core.configs import replace_from_json  # noqa: E402
 from mopa.core.runinfo import run_metadata  # noqa: E402
-from mopa.errors import InvalidParameterError  # noqa: E402
 from mopa.eval.intervals import mean_interval  # noqa: E402
 from mopa.experiments import intent_population as ip  # noqa: E402
-from mopa.experiments.intent import read_teams  # noqa: E402
 
 
 def _captures(rows, names, entry, key, episodes, paired, faced=None):
@@ -65,14 +62,9 @@ def main() -> None:
     parser.add_argument("--out-of-family-episodes", type=int, default=500)
     parser.add_argument("--held-out-episodes", type=int, default=100)
     parser.add_argument("--out-of-family-row", default="population_planner")
-    parser.add_argument(
-        "--set", nargs=2, action="append", default=[], metavar=("FIELD", "VALUE")
-    )
+    add_set_option(parser)
     args = parser.parse_args()
-    try:
-        config = replace_from_json(ip.PROFILES["default"], args.set)
-    except InvalidParameterError as error:
-        parser.error(f"--set: {error}")
+    config = config_from(parser, args.set)
     changes = {f: getattr(config, f) for f, _ in args.set}
     if args.out_of_family_row not in ip.ROWS:
         parser.error(f"--out-of-family-row must be one of {list(ip.ROWS)}")
@@ -85,8 +77,8 @@ def main() -> None:
             "set": changes,
         }
     )
-    teams = {c: read_teams(args.stages / f"train_{c}") for c in config.conditions}
-    rows = ip.build_rows(config, teams, ip.load_clones(args.stages / "population"))
+    teams, clones = trained_stages(config, args.stages)
+    rows = ip.build_rows(config, teams, clones)
     prey = ip.prey_entries(config, teams)
     key = ip.eval_key(config)
     start = time.perf_counter()
@@ -147,8 +139,7 @@ def main() -> None:
 
 def _write(args, results, start, meta) -> None:
     results["seconds"] = round(time.perf_counter() - start, 1)
-    args.out.write_text(json.dumps(results, indent=1) + "\n")
-    args.out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    write_record(args.out, results, meta)
 
 
 if __name__ == "__main__":

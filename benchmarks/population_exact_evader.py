@@ -30,13 +30,12 @@ from mopa.core.devices import use_cpu_devices
 use_cpu_devices()  # as the mopa command does, before JAX starts
 
 import numpy as np  # noqa: E402
+from _population import add_set_option, config_from, trained_stages, write_record  # noqa: E402
 
-from mopa.core.configs import replace_from_json  # noqa: E402
 from mopa.core.runinfo import run_metadata  # noqa: E402
-from mopa.errors import InvalidParameterError  # noqa: E402
 from mopa.eval.intervals import mean_interval  # noqa: E402
 from mopa.experiments import intent_population as ip  # noqa: E402
-from mopa.experiments.intent import intent_game, read_teams  # noqa: E402
+from mopa.experiments.intent import intent_game  # noqa: E402
 from mopa.experiments.intent_population_players import EvaderPrey  # noqa: E402
 
 EXACT = "exact_model_planner"
@@ -47,14 +46,9 @@ def main() -> None:
     parser.add_argument("--stages", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--episodes", type=int, default=500)
-    parser.add_argument(
-        "--set", nargs=2, action="append", default=[], metavar=("FIELD", "VALUE")
-    )
+    add_set_option(parser)
     args = parser.parse_args()
-    try:
-        config = replace_from_json(ip.PROFILES["default"], args.set)
-    except InvalidParameterError as error:
-        parser.error(f"--set: {error}")
+    config = config_from(parser, args.set)
     meta = run_metadata(
         {
             "stages": str(args.stages),
@@ -62,8 +56,8 @@ def main() -> None:
             "set": {f: getattr(config, f) for f, _ in args.set},
         }
     )
-    teams = {c: read_teams(args.stages / f"train_{c}") for c in config.conditions}
-    rows = ip.build_rows(config, teams, ip.load_clones(args.stages / "population"))
+    teams, clones = trained_stages(config, args.stages)
+    rows = ip.build_rows(config, teams, clones)
     player, params_fn = rows["population_planner"]
     model = player.planner.opponent_model
     env, _ = intent_game()
@@ -99,8 +93,7 @@ def main() -> None:
         "seconds": round(time.perf_counter() - start, 1),
     }
     print(json.dumps(results, indent=1), flush=True)
-    args.out.write_text(json.dumps(results, indent=1) + "\n")
-    args.out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    write_record(args.out, results, meta)
 
 
 if __name__ == "__main__":

@@ -35,13 +35,12 @@ use_cpu_devices()  # as the mopa command does, before JAX starts
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
+from _population import add_set_option, config_from, trained_stages, write_record  # noqa: E402
 
-from mopa.core.configs import replace_from_json  # noqa: E402
 from mopa.core.runinfo import run_metadata  # noqa: E402
 from mopa.errors import InvalidParameterError  # noqa: E402
 from mopa.eval.intervals import mean_interval  # noqa: E402
 from mopa.experiments import intent_population as ip  # noqa: E402
-from mopa.experiments.intent import read_teams  # noqa: E402
 from mopa.opponent.online import residual_weight  # noqa: E402
 
 
@@ -52,15 +51,10 @@ def main() -> None:
     parser.add_argument("--matches-per-seed", type=int, default=50)
     parser.add_argument("--row", default="population_planner")
     parser.add_argument("--versus", default="flat_belief_planner")
-    parser.add_argument(
-        "--set", nargs=2, action="append", default=[], metavar=("FIELD", "VALUE")
-    )
+    add_set_option(parser)
     args = parser.parse_args()
     changes = [*args.set, ("matches_per_seed", str(args.matches_per_seed))]
-    try:
-        config = replace_from_json(ip.PROFILES["default"], changes)
-    except InvalidParameterError as error:
-        parser.error(f"--set: {error}")
+    config = config_from(parser, changes)
     meta = run_metadata(
         {
             "stages": str(args.stages),
@@ -70,8 +64,7 @@ def main() -> None:
             "set": {f: getattr(config, f) for f, _ in args.set},
         }
     )
-    teams = {c: read_teams(args.stages / f"train_{c}") for c in config.conditions}
-    clones = ip.load_clones(args.stages / "population")
+    teams, clones = trained_stages(config, args.stages)
     try:
         plays = [
             ip.match_player(config, teams, clones, r) for r in (args.row, args.versus)
@@ -102,8 +95,7 @@ def main() -> None:
             results[name]["residual_weight_by_episode_end"] = ends.mean(0).tolist()
         print(name, json.dumps(results[name]), flush=True)
     results["seconds"] = round(time.perf_counter() - start, 1)
-    args.out.write_text(json.dumps(results, indent=1) + "\n")
-    args.out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    write_record(args.out, results, meta)
 
 
 if __name__ == "__main__":

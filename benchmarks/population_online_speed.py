@@ -22,11 +22,10 @@ from mopa.core.devices import use_cpu_devices
 use_cpu_devices()  # as the mopa command does, before JAX starts
 
 import numpy as np  # noqa: E402
+from _population import config_from, trained_stages, write_record  # noqa: E402
 
-from mopa.core.configs import replace_from_json  # noqa: E402
 from mopa.core.runinfo import run_metadata  # noqa: E402
 from mopa.experiments import intent_population as ip  # noqa: E402
-from mopa.experiments.intent import read_teams  # noqa: E402
 
 
 def main() -> None:
@@ -42,12 +41,11 @@ def main() -> None:
     args = parser.parse_args()
     meta = run_metadata(vars(args) | {"stages": str(args.stages), "out": str(args.out)})
     base = ip.PROFILES["default"]
-    teams = {c: read_teams(args.stages / f"train_{c}") for c in base.conditions}
-    clones = ip.load_clones(args.stages / "population")
+    teams, clones = trained_stages(base, args.stages)
     prey = ip.prey_entries(base, teams)[base.held_out_prey[0]]
     plays = {}
     for flag in (False, True):
-        config = replace_from_json(base, [("online_fallback", json.dumps(flag))])
+        config = config_from(parser, [("online_fallback", json.dumps(flag))])
         rows = ip.build_rows(config, teams, clones)
         plays[flag] = lambda rows=rows, config=config: ip.play_rows(
             rows, [args.row], prey, ip.eval_key(config),
@@ -72,8 +70,7 @@ def main() -> None:
         "on_over_off": on / off,
     }
     print(json.dumps(results, indent=1), flush=True)
-    args.out.write_text(json.dumps(results, indent=1) + "\n")
-    args.out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    write_record(args.out, results, meta)
 
 
 if __name__ == "__main__":

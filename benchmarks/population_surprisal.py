@@ -35,11 +35,11 @@ use_cpu_devices()  # as the mopa command does, before JAX starts
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
+from _population import trained_stages, write_record  # noqa: E402
 
 from mopa.core.runinfo import run_metadata  # noqa: E402
 from mopa.eval.intervals import mean_interval  # noqa: E402
 from mopa.experiments import intent_population as ip  # noqa: E402
-from mopa.experiments.intent import read_teams  # noqa: E402
 from mopa.opponent.population import (  # noqa: E402
     excess_surprisal,
     none_fits_probability,
@@ -63,8 +63,7 @@ def main() -> None:
     args = parser.parse_args()
     config = ip.PROFILES[args.profile]
     meta = run_metadata({"stages": str(args.stages), "profile": args.profile})
-    teams = {c: read_teams(args.stages / f"train_{c}") for c in config.conditions}
-    play = ip.match_player(config, teams, ip.load_clones(args.stages / "population"))
+    play = ip.match_player(config, *trained_stages(config, args.stages))
     M = config.match_episodes
     start = time.perf_counter()
     per_prey = {}
@@ -108,8 +107,7 @@ def main() -> None:
         "per_prey": per_prey,
         "seconds": round(time.perf_counter() - start, 1),
     }
-    args.out.write_text(json.dumps(results, indent=1) + "\n")
-    args.out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    write_record(args.out, results, meta)
 
 
 if __name__ == "__main__":

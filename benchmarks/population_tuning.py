@@ -52,10 +52,9 @@ use_cpu_devices()  # as the mopa command does, before JAX starts
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
+from _population import config_from, write_record  # noqa: E402
 
-from mopa.core.configs import replace_from_json  # noqa: E402
 from mopa.core.runinfo import run_metadata  # noqa: E402
-from mopa.errors import InvalidParameterError  # noqa: E402
 from mopa.eval.intervals import mean_interval  # noqa: E402
 from mopa.experiments import intent_population as ip  # noqa: E402
 from mopa.experiments.intent import (  # noqa: E402
@@ -152,10 +151,7 @@ def main() -> None:
     field = args.vary[0]
     if len(args.vary) < 3:
         parser.error("--vary: a field of the experiment's config and two values")
-    try:
-        configs = [replace_from_json(base, [(field, v)]) for v in args.vary[1:]]
-    except InvalidParameterError as error:
-        parser.error(f"--vary: {error}")
+    configs = [config_from(parser, [(field, v)], "--vary", base) for v in args.vary[1:]]
     values = [getattr(c, field) for c in configs]
     if getattr(base, field) not in values:
         parser.error(f"--vary must include the config's value, {getattr(base, field)}")
@@ -240,8 +236,7 @@ def main() -> None:
         "seconds": round(time.perf_counter() - start, 1),
     }
     print(json.dumps(results, indent=1), flush=True)
-    args.out.write_text(json.dumps(results, indent=1) + "\n")
-    args.out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    write_record(args.out, results, meta)
 
 
 if __name__ == "__main__":

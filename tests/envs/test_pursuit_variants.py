@@ -7,6 +7,7 @@ import pytest
 
 from mopa.envs import PREDATOR, PREY, AutoReset, make
 from mopa.envs.pursuit import INTENT_CORNERS
+from mopa.errors import InvalidParameterError
 
 NOOP = (jnp.zeros(3, jnp.int32), jnp.zeros(1, jnp.int32))
 FAR_PREDATORS = jnp.array([[-0.8, -0.9], [-0.6, -0.9], [-0.4, -0.9]])
@@ -362,3 +363,34 @@ def test_intent_input_for_predators(low, high):
     np.testing.assert_allclose(
         env.observe(state, params)[PREDATOR][:, -4:], [[0.1, 0.2, 0.3, 0.4]] * 3
     )
+
+
+def test_prey_threat_features_read_the_predators_and_the_edges():
+    env, params = make("tag_intent")
+    predators = jnp.array([[0.3, 0.75], [0.75, 0.0], [-0.6, -0.6]])
+    state = with_bodies(env, params, predators=predators, prey=(0.75, 0.75))
+    obs = env.observe(state, params)[PREY][0]
+    features = env.prey_threat_features(obs)
+    assert features.shape == (18 + 11,)
+    np.testing.assert_array_equal(features[:18], obs)
+    # the nearest predator is the first, 0.45 to the prey's left
+    np.testing.assert_allclose(features[18:20], [1.0, 0.0], atol=1e-6)
+    np.testing.assert_allclose(features[20], 0.45, atol=1e-6)
+    gaps = np.array([0.75, 0.75]) - np.asarray(predators)
+    distance = np.linalg.norm(gaps, axis=1)
+    pressure = (gaps / distance[:, None] / (distance[:, None] + 0.1)).sum(0)
+    np.testing.assert_allclose(features[21:23], pressure, rtol=1e-5)
+    # knots 0.3, 0.6, 0.9 at |x| = 0.75: ramps 0.45 / 0.7, 0.15 / 0.4, 0
+    ramps = np.repeat([0.45 / 0.7, 0.15 / 0.4, 0.0], 2)
+    np.testing.assert_allclose(features[23:], ramps, atol=1e-6)
+    # mirrored through the centre: the directions and ramps change sign
+    mirrored = with_bodies(env, params, predators=-predators, prey=(-0.75, -0.75))
+    flipped = env.prey_threat_features(env.observe(mirrored, params)[PREY][0])
+    np.testing.assert_allclose(flipped[18:20], -features[18:20], atol=1e-6)
+    np.testing.assert_allclose(flipped[23:], -features[23:], atol=1e-6)
+    # the intent tail may be cut off; a shorter observation is refused
+    np.testing.assert_array_equal(
+        env.prey_threat_features(obs[:14])[14:], features[18:]
+    )
+    with pytest.raises(InvalidParameterError, match="at least 14 entries"):
+        env.prey_threat_features(obs[:13])

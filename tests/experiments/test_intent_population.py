@@ -420,7 +420,7 @@ def test_the_wanderer_keeps_its_move_or_draws_a_new_one():
 
 
 def _random_population_predator(
-    carry_across_episodes=True, horizon=1, online=False, **fallback
+    carry_across_episodes=True, horizon=1, online=False, threats=False, **fallback
 ):
     from mopa.envs.pursuit import PREY
     from mopa.experiments.intent import intent_game, lookahead_planner
@@ -476,7 +476,11 @@ def _random_population_predator(
         from mopa.planning import OnlineResidualModel, OnlineResidualParams
 
         residual = OnlineResidualConfig(
-            num_actions=5, obs_size=env.prey_obs_size, drop_obs_tail=K, capacity=6
+            num_actions=5,
+            obs_size=env.prey_obs_size,
+            drop_obs_tail=K,
+            capacity=6,
+            features=env.prey_threat_features if threats else None,
         )
         fallback_model = OnlineResidualModel(fallback_model, residual, team=PREY)
         extra = dict(
@@ -543,13 +547,15 @@ def _play_match(player, player_params, env, params, prey_spec, prey, T):
     return carries, obs_log, action_log, step_log
 
 
-def test_the_online_correction_equals_the_offline_one_across_a_match():
+@pytest.mark.parametrize("threats", [False, True])
+def test_the_online_correction_equals_the_offline_one_across_a_match(threats):
     """The fallback's correction the player carries at every step of two episodes
     equals :func:`match_residuals` on the recorded prey moves (carried into the
-    second episode), and is what the planner is handed."""
+    second episode), and is what the planner is handed; on the raw observation or
+    on the game's threat features."""
 
     env, params, player, player_params, *_, prey_spec, prey = (
-        _random_population_predator(online=True)
+        _random_population_predator(online=True, threats=threats)
     )
     T = 4
     params = params.replace(max_steps=T)
@@ -579,6 +585,8 @@ def test_the_online_correction_equals_the_offline_one_across_a_match():
     assert int(carries[-1].online.count) == 2 * (T - 1)
     np.testing.assert_array_equal(offline.count, [0, 1, 2, 3, 3, 4, 5, 6])
     assert np.abs(np.asarray(carries[-1].online.weights)).max() > 0
+    width = env.prey_obs_size - env.num_intents + 1 + (11 if threats else 0)
+    assert online.weights.shape[1:] == (width, 5)
 
 
 @pytest.mark.parametrize("carry_across_episodes", [True, False])

@@ -141,6 +141,54 @@ def test_bad_config_names_the_field(field, value, words):
         OnlineResidualConfig(**kw)
 
 
+@pytest.mark.parametrize(
+    ("features", "words"),
+    [
+        (3, "features must be a function"),
+        (lambda o: o.sum(), r"to a vector \[K\].*shape \(\)"),
+        (lambda o: o.reshape(2, 2), r"shape \(2, 2\)"),
+        (lambda o: o[:, 0], "features must take one observation's 4 read entries"),
+    ],
+)
+def test_bad_features_are_refused(features, words):
+    with pytest.raises(InvalidParameterError, match=words):
+        _config(features=features)
+
+
+def test_features_carry_a_rule_the_raw_observation_does_not():
+    """An opponent that moves by the sign of ``o0 * o1`` (no linear function of
+    ``o`` predicts it): the correction on ``[o, o0 * o1]`` learns it from 100
+    moves, the correction on ``o`` does not."""
+
+    def product(o):
+        return jnp.concatenate([o, o[:1] * o[1:2]])
+
+    obs = jax.random.normal(jax.random.key(5), (300, D))
+    actions = (obs[:, 0] * obs[:, 1] > 0).astype(jnp.int32)  # move 0 or 1 of 3
+
+    def fresh_log_likelihood(config):
+        assert config.num_features == residual_features(config, obs).shape[-1]
+        observe = jax.jit(
+            lambda s, o, a: observe_residual(
+                config, s, o[None], a[None], jnp.zeros((1, A))
+            )
+        )
+        state = init_online_residual(config)
+        for t in range(100):
+            state = observe(state, obs[t], actions[t])
+        log_probs = residual_log_probs(config, state.weights, jnp.zeros(A), obs[100:])
+        return float(jnp.mean(log_probs[jnp.arange(200), actions[100:]])), state
+
+    raw, _ = fresh_log_likelihood(_config())
+    rich, state = fresh_log_likelihood(_config(features=product))
+    assert _config(features=product).num_features == D + 2
+    # log(1/3) = -1.10 nats: the raw correction learns only that move 2 never
+    # comes (log(1/2) = -0.69 at best); the product's learns the rule
+    assert -0.8 < raw < -0.6
+    assert rich > -0.4
+    assert float(residual_weight(state)) > 0.99
+
+
 def test_features_refuse_an_observation_of_the_wrong_width():
     with pytest.raises(InvalidParameterError, match="obs_size 4"):
         residual_features(_config(), jnp.zeros((1, D + 1)))

@@ -78,6 +78,12 @@ PLACEMENTS = {
 }
 
 
+EDGE_KNOTS = (0.3, 0.6, 0.9)
+"""Distances from the centre on an axis (a third, two thirds and all of the way to
+the edge, 0.9, where the prey's boundary penalty starts) at which
+:meth:`PursuitEnv.prey_threat_features`'s edge ramps start."""
+
+
 def default_obstacle_positions(num_obstacles: int) -> np.ndarray:
     """Pinned obstacle positions: ``num_obstacles`` points on a circle of radius
     ``sqrt(0.5)`` starting at 45 degrees, i.e. (0.5, 0.5) and (-0.5, -0.5) for two."""
@@ -552,6 +558,40 @@ class PursuitEnv(Env):
         return (
             jnp.concatenate(predator_parts, -1),
             jnp.concatenate(prey_parts, -1),
+        )
+
+    def prey_threat_features(self, obs: jax.Array) -> jax.Array:
+        """One prey's observation ``[D]`` (its trailing intent may be cut off: only
+        the entries up to the predators are read) with threat and edge features
+        appended, ``[D + 5 + 2 * len(EDGE_KNOTS)]``: the unit direction away from
+        the nearest predator (2) and its distance (1); the sum over predators of
+        the unit direction away from each, divided by its distance plus 0.1 (2);
+        and per axis, for each knot ``c`` of :data:`EDGE_KNOTS`, ``sign(x) max(0,
+        |x| - c) / (1 - c)``, a linear spline of the distance to the arena's edge.
+
+        The features a rule for fleeing may be linear in, where the raw
+        observation's relative positions are not (e.g. for
+        :class:`~mopa.opponent.online.OnlineResidualConfig`'s ``features``)."""
+        L, P = self.num_obstacles, self.num_predators
+        if obs.ndim != 1 or obs.shape[0] < 4 + 2 * L + 2 * P:
+            raise InvalidParameterError(
+                f"prey_threat_features: obs must be one prey's observation of at "
+                f"least {4 + 2 * L + 2 * P} entries, got shape {obs.shape}"
+            )
+        pos = obs[2:4]
+        away = -obs[4 + 2 * L : 4 + 2 * L + 2 * P].reshape(P, 2)  # predator -> prey
+        distance = jnp.sqrt(jnp.sum(away * away, -1) + 1e-12)  # [P]
+        unit = away / distance[:, None]
+        nearest = jnp.argmin(distance)
+        pressure = jnp.sum(unit / (distance[:, None] + 0.1), 0)
+        knots = jnp.asarray(EDGE_KNOTS, obs.dtype)
+        edges = (
+            jnp.sign(pos)[None]
+            * jnp.maximum(jnp.abs(pos)[None] - knots[:, None], 0.0)
+            / (1.0 - knots[:, None])
+        )  # [knots, 2]
+        return jnp.concatenate(
+            [obs, unit[nearest], distance[nearest][None], pressure, edges.reshape(-1)]
         )
 
     def global_state(self, state: PursuitState, params: PursuitParams) -> jax.Array:

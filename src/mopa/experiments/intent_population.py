@@ -97,7 +97,7 @@ from mopa.core.checks import (
 from mopa.core.files import write_json
 from mopa.core.runinfo import run_metadata
 from mopa.envs import make
-from mopa.envs.pursuit import INTENT_CORNERS, NUM_ACTIONS, PREY
+from mopa.envs.pursuit import INTENT_CORNERS, NUM_ACTIONS, PREY, PursuitEnv
 from mopa.errors import InvalidParameterError
 from mopa.eval.intervals import difference_interval, mean_interval
 from mopa.eval.tournament import TournamentEntry, broadcast_seeds, play_tournament
@@ -192,6 +192,12 @@ OUT_OF_FAMILY_PREY = {"evader": EvaderPrey, "wanderer": WandererPrey}
 """Scripted prey outside the trained family, by name (each built from the game)."""
 
 _SOURCES = ("bayes", "flat")
+
+ONLINE_FEATURES: dict[str, Callable[[PursuitEnv], Callable | None]] = {
+    "observation": lambda env: None,
+    "threats": lambda env: env.prey_threat_features,
+}
+"""``online_features`` -> the online correction's ``features`` for the game."""
 """Belief sources of the Exp 6 predators built here (``params.source`` indexes)."""
 
 
@@ -257,6 +263,14 @@ class PopulationExperimentConfig:
     against the wanderer the lookahead catches 0.39 more than the flat-belief
     planner per episode, where it tied without; against the evader it still
     ties."""
+    online_features: str = dataclasses.field(
+        default="observation", metadata={ABSENT_MEANS: "observation"}
+    )
+    """What the online correction is linear in: ``observation`` (the prey's raw
+    observation, its intent left out) or ``threats`` (that and
+    :meth:`~mopa.envs.pursuit.PursuitEnv.prey_threat_features`: the nearest
+    predator's direction and distance, the pressure of all of them, and the
+    distance to the arena's edge)."""
     greedy_population_model: bool = dataclasses.field(
         default=False, metadata={ABSENT_MEANS: False}
     )
@@ -383,6 +397,11 @@ class PopulationExperimentConfig:
         if len(set(self.out_of_family)) != len(self.out_of_family):
             raise InvalidParameterError("out_of_family must not repeat")
         check_discount("planner_gamma", self.planner_gamma)
+        if self.online_features not in ONLINE_FEATURES:
+            raise InvalidParameterError(
+                f"online_features must be one of {sorted(ONLINE_FEATURES)}, got "
+                f"{self.online_features!r}"
+            )
         self.predator_seeds  # noqa: B018 - checks the split
 
     @property
@@ -763,6 +782,7 @@ def build_rows(config, teams: dict, clones: Any) -> dict:
             obs_size=env.prey_obs_size,
             drop_obs_tail=K,
             epsilon=config.bayes_epsilon,
+            features=ONLINE_FEATURES[config.online_features](env),
         )
         fallback = OnlineResidualModel(fallback, online, team=PREY)
         fresh = init_online_residual(online)

@@ -9,9 +9,10 @@ residual does: a linear correction of the base's log-probabilities, fitted to th
 opponent's moves as they arrive::
 
     log p_W(a | o) = log p_base(a | o) + phi(o)^T W_a - log Z(o)
-    phi(o) = [o', 1]
+    phi(o) = [f(o'), 1]
 
-(``o'`` the observation without its ``drop_obs_tail`` entries; ``p_base`` the base
+(``o'`` the observation without its ``drop_obs_tail`` entries, ``f`` the config's
+``features``, the identity by default; ``p_base`` the base
 model's predictive floored as the beliefs floor theirs, ``(1 - epsilon) p +
 epsilon / A``, so that a move the base rules out can still be learned). Under a
 Gaussian prior ``W ~ N(0, 1 / prior_precision)`` on every weight, ``W`` is the MAP
@@ -19,8 +20,15 @@ estimate on the ``capacity`` latest moves: a convex problem (multinomial logisti
 regression with the base as an offset), refitted after every move by
 ``newton_steps`` Newton steps from the previous weights (each the best of a few
 step sizes, so the objective never rises). With no moves ``W = 0``,
-the floored base. The features are the raw observation: a user whose observations
-are far from unit scale scales them first.
+the floored base.
+
+**Features.** By default they are the raw observation: a user whose observations
+are far from unit scale scales them first. The correction is linear in them, so an
+opponent whose rule is not linear in the observation (one that flees the *nearest*
+threat, or turns at a wall) is learned only as far as the features carry the rule.
+A game's own features, ``features=f`` (any traceable map of one observation's read
+entries), let the correction express such rules: for the pursuit game,
+:meth:`~mopa.envs.pursuit.PursuitEnv.prey_threat_features`.
 
 **Whether to use it.** A correction fitted to few moves may predict worse than the
 base. So the correction is itself a hypothesis, weighed against the base by its
@@ -53,6 +61,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -92,6 +101,10 @@ class OnlineResidualConfig:
     prior: float = DEFAULT_PRIOR
     """Prior probability of the correction against the base
     (:func:`residual_weight` starts there)."""
+    features: Callable[[jax.Array], jax.Array] | None = None
+    """``f``: one observation's read entries ``[D - drop_obs_tail]`` to its
+    features ``[K]`` (traceable by JAX; ``phi(o) = [f(o'), 1]``). ``None``: the
+    entries themselves."""
 
     def __post_init__(self):
         check_fields(self)
@@ -112,11 +125,28 @@ class OnlineResidualConfig:
         # epsilon > 0: a move the base rules out could still be learned
         check_probability("epsilon", self.epsilon)
         check_probability("prior", self.prior)
+        if self.features is not None:
+            if not callable(self.features):
+                raise InvalidParameterError(
+                    f"features must be a function of one observation or None, got "
+                    f"{self.features!r}"
+                )
+            read = self.obs_size - self.drop_obs_tail
+            shape = _feature_shape(self.features, read)
+            if len(shape) != 1 or shape[0] < 1:
+                raise InvalidParameterError(
+                    f"features must map an observation [{read}] to a vector [K], "
+                    f"K >= 1; it gives shape {shape}"
+                )
 
     @property
     def num_features(self) -> int:
-        """``F``: features of an observation (its read entries and a constant)."""
-        return self.obs_size - self.drop_obs_tail + 1
+        """``F``: features of an observation (``f``'s, or its read entries, and a
+        constant)."""
+        read = self.obs_size - self.drop_obs_tail
+        if self.features is None:
+            return read + 1
+        return _feature_shape(self.features, read)[0] + 1
 
 
 @struct.dataclass
@@ -145,13 +175,16 @@ def init_online_residual(config: OnlineResidualConfig) -> OnlineResidualState:
 
 
 def residual_features(config: OnlineResidualConfig, obs: jax.Array) -> jax.Array:
-    """``phi(o)``: ``obs [..., D] -> [..., F]``, the read entries and a 1."""
+    """``phi(o)``: ``obs [..., D] -> [..., F]``, ``f`` of the read entries (the
+    entries themselves by default) and a 1."""
     if obs.shape[-1] != config.obs_size:
         raise InvalidParameterError(
             f"obs: the last axis must have obs_size {config.obs_size} entries, got "
             f"shape {obs.shape}"
         )
     read = obs[..., : config.obs_size - config.drop_obs_tail]
+    if config.features is not None:
+        read = jnp.vectorize(config.features, signature="(d)->(k)")(read)
     return jnp.concatenate([read, jnp.ones((*obs.shape[:-1], 1), read.dtype)], -1)
 
 
@@ -284,6 +317,18 @@ def residual_weight(state: OnlineResidualState) -> jax.Array:
     """``[]`` probability that the correction, not the base, describes the
     opponent (the prequential evidence; see the module docstring)."""
     return jax.nn.sigmoid(state.log_odds)
+
+
+def _feature_shape(features: Callable, read: int) -> tuple[int, ...]:
+    """The shape ``features`` gives one observation's ``read`` entries (traced,
+    not run); a function that cannot take them is refused."""
+    try:
+        out = jax.eval_shape(features, jax.ShapeDtypeStruct((read,), jnp.float32))
+    except Exception as error:  # noqa: BLE001 - any failure is the user's function's
+        raise InvalidParameterError(
+            f"features must take one observation's {read} read entries: {error}"
+        ) from None
+    return tuple(getattr(out, "shape", ()))
 
 
 def _logit(p: float) -> float:

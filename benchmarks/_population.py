@@ -1,0 +1,61 @@
+"""What the ``benchmarks/population_*.py`` scripts share: the ``--set`` option on
+the default profile of ``mopa experiment intent_population``, the trained stages
+they play on, and the record each writes.
+
+Imported by those scripts (run as ``python benchmarks/NAME.py``, so this folder is
+on the import path), after :func:`~mopa.core.devices.use_cpu_devices`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from mopa.core.configs import replace_from_json
+from mopa.errors import InvalidParameterError
+from mopa.experiments import intent_population as ip
+from mopa.experiments.intent import read_teams
+
+
+def add_set_option(parser: argparse.ArgumentParser) -> None:
+    """``--set FIELD VALUE`` (repeatable, values JSON): a field of the default
+    profile's config changed."""
+    parser.add_argument(
+        "--set",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("FIELD", "VALUE"),
+        help="a field of the default profile's config and its value (JSON)",
+    )
+
+
+def config_from(
+    parser: argparse.ArgumentParser,
+    changes: list,
+    option: str = "--set",
+    base: ip.PopulationExperimentConfig | None = None,
+) -> ip.PopulationExperimentConfig:
+    """``base`` (the default profile) with ``changes`` ``[(FIELD, JSON), ...]``;
+    a bad field or value ends the script through ``parser.error`` naming
+    ``option``."""
+    try:
+        return replace_from_json(base or ip.PROFILES["default"], changes)
+    except InvalidParameterError as error:
+        parser.error(f"{option}: {error}")
+
+
+def trained_stages(config: ip.PopulationExperimentConfig, stages: Path) -> tuple:
+    """``(teams, clones)``: every condition's trained teams and the clone library
+    in a run's ``stages`` folder."""
+    teams = {c: read_teams(stages / f"train_{c}") for c in config.conditions}
+    return teams, ip.load_clones(stages / "population")
+
+
+def write_record(out: Path, results: Any, meta: dict) -> None:
+    """``out`` (the results as JSON) and ``out`` with ``.meta.json`` (the run's
+    :func:`~mopa.core.runinfo.run_metadata`)."""
+    out.write_text(json.dumps(results, indent=1) + "\n")
+    out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1) + "\n")
