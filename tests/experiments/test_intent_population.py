@@ -481,6 +481,7 @@ def _random_population_predator(
             drop_obs_tail=K,
             capacity=6,
             features=env.prey_threat_features if threats else None,
+            reweigh_base=threats,
         )
         fallback_model = OnlineResidualModel(fallback_model, residual, team=PREY)
         extra = dict(
@@ -552,7 +553,7 @@ def test_the_online_correction_equals_the_offline_one_across_a_match(threats):
     """The fallback's correction the player carries at every step of two episodes
     equals :func:`match_residuals` on the recorded prey moves (carried into the
     second episode), and is what the planner is handed; on the raw observation or
-    on the game's threat features."""
+    on the game's threat features and the reweighed base."""
 
     env, params, player, player_params, *_, prey_spec, prey = (
         _random_population_predator(online=True, threats=threats)
@@ -585,7 +586,7 @@ def test_the_online_correction_equals_the_offline_one_across_a_match(threats):
     assert int(carries[-1].online.count) == 2 * (T - 1)
     np.testing.assert_array_equal(offline.count, [0, 1, 2, 3, 3, 4, 5, 6])
     assert np.abs(np.asarray(carries[-1].online.weights)).max() > 0
-    width = env.prey_obs_size - env.num_intents + 1 + (11 if threats else 0)
+    width = env.prey_obs_size - env.num_intents + 1 + (11 + 5 if threats else 0)
     assert online.weights.shape[1:] == (width, 5)
 
 

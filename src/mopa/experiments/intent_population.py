@@ -271,6 +271,12 @@ class PopulationExperimentConfig:
     :meth:`~mopa.envs.pursuit.PursuitEnv.prey_threat_features`: the nearest
     predator's direction and distance, the pressure of all of them, and the
     distance to the arena's edge)."""
+    online_reweigh_base: bool = dataclasses.field(
+        default=False, metadata={ABSENT_MEANS: False}
+    )
+    """The online correction may reweigh the fallback's log-probabilities, not only
+    add to them (:class:`~mopa.opponent.online.OnlineResidualConfig`'s
+    ``reweigh_base``): it can discount a fallback that misleads."""
     greedy_population_model: bool = dataclasses.field(
         default=False, metadata={ABSENT_MEANS: False}
     )
@@ -783,6 +789,7 @@ def build_rows(config, teams: dict, clones: Any) -> dict:
             drop_obs_tail=K,
             epsilon=config.bayes_epsilon,
             features=ONLINE_FEATURES[config.online_features](env),
+            reweigh_base=config.online_reweigh_base,
         )
         fallback = OnlineResidualModel(fallback, online, team=PREY)
         fresh = init_online_residual(online)

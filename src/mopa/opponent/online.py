@@ -28,7 +28,10 @@ opponent whose rule is not linear in the observation (one that flees the *neares
 threat, or turns at a wall) is learned only as far as the features carry the rule.
 A game's own features, ``features=f`` (any traceable map of one observation's read
 entries), let the correction express such rules: for the pursuit game,
-:meth:`~mopa.envs.pursuit.PursuitEnv.prey_threat_features`.
+:meth:`~mopa.envs.pursuit.PursuitEnv.prey_threat_features`. The base enters as a
+fixed offset, which a correction must outweigh where the base is wrong (and
+confident); with ``reweigh_base`` the base's log-probabilities are features as
+well, ``phi = [f(o'), 1, log p_base]``, so the fit can discount the base.
 
 **Whether to use it.** A correction fitted to few moves may predict worse than the
 base. So the correction is itself a hypothesis, weighed against the base by its
@@ -105,6 +108,10 @@ class OnlineResidualConfig:
     """``f``: one observation's read entries ``[D - drop_obs_tail]`` to its
     features ``[K]`` (traceable by JAX; ``phi(o) = [f(o'), 1]``). ``None``: the
     entries themselves."""
+    reweigh_base: bool = False
+    """The floored base's log-probabilities are features too (``A`` more rows of
+    ``W``): the correction can then reweigh the base's moves, or discount a base
+    that misleads (its weights near ``-I``), where otherwise it must outweigh it."""
 
     def __post_init__(self):
         check_fields(self)
@@ -141,19 +148,20 @@ class OnlineResidualConfig:
 
     @property
     def num_features(self) -> int:
-        """``F``: features of an observation (``f``'s, or its read entries, and a
-        constant)."""
+        """``F``: rows of ``W``, the features of an observation (``f``'s, or its
+        read entries, and a constant) and with ``reweigh_base`` the base's ``A``
+        log-probabilities."""
         read = self.obs_size - self.drop_obs_tail
-        if self.features is None:
-            return read + 1
-        return _feature_shape(self.features, read)[0] + 1
+        if self.features is not None:
+            read = _feature_shape(self.features, read)[0]
+        return read + 1 + (self.num_actions if self.reweigh_base else 0)
 
 
 @struct.dataclass
 class OnlineResidualState:
     """The moves seen (a ring buffer) and the correction fitted to them."""
 
-    features: jax.Array  # [C, F] phi(o) of each kept move
+    features: jax.Array  # [C, F] each kept move's design row (design_rows)
     base: jax.Array  # [C, A] the floored base's log-probabilities there
     actions: jax.Array  # [C] int32 the moves
     count: jax.Array  # [] int32 moves seen (all of them; the latest C are kept)
@@ -188,6 +196,17 @@ def residual_features(config: OnlineResidualConfig, obs: jax.Array) -> jax.Array
     return jnp.concatenate([read, jnp.ones((*obs.shape[:-1], 1), read.dtype)], -1)
 
 
+def design_rows(
+    config: OnlineResidualConfig, obs: jax.Array, base: jax.Array
+) -> jax.Array:
+    """``[..., F]`` what ``W`` multiplies: ``phi(o)``, and with ``reweigh_base``
+    the floored base's log-probabilities ``base [..., A]`` after it."""
+    phi = residual_features(config, obs)
+    if not config.reweigh_base:
+        return phi
+    return jnp.concatenate([phi, base.astype(phi.dtype)], -1)
+
+
 def floored_base(config: OnlineResidualConfig, base_logits: jax.Array) -> jax.Array:
     """``log((1 - epsilon) softmax(base_logits) + epsilon / A)``, ``[..., A]``."""
     probs = jax.nn.softmax(base_logits, -1)
@@ -209,10 +228,8 @@ def residual_log_probs(
         base_logits: ``[..., A]`` the base's logits at ``obs`` (floored here).
         obs: ``[..., D]`` the opponent's observations.
     """
-    logits = (
-        floored_base(config, base_logits) + residual_features(config, obs) @ weights
-    )
-    return jax.nn.log_softmax(logits, -1)
+    base = floored_base(config, base_logits)
+    return jax.nn.log_softmax(base + design_rows(config, obs, base) @ weights, -1)
 
 
 def fit_residual(
@@ -232,7 +249,7 @@ def fit_residual(
 
     Args:
         config: the model.
-        features: ``[N, F]`` phi of each move.
+        features: ``[N, F]`` each move's :func:`design_rows`.
         base: ``[N, A]`` the floored base's log-probabilities at each move.
         actions: ``[N]`` int the moves.
         mask: ``[N]`` bool the moves to fit (the rest are ignored).
@@ -292,8 +309,8 @@ def observe_residual(
         log-likelihood ratio of the correction against the base; the buffer holds
         them; the weights are refitted.
     """
-    features = residual_features(config, obs)  # [O, F]
     base = floored_base(config, base_logits)  # [O, A]
+    features = design_rows(config, obs, base)  # [O, F]
     actions = actions.astype(jnp.int32)
     corrected = jax.nn.log_softmax(base + features @ state.weights, -1)
     ratio = jnp.sum(jnp.take_along_axis(corrected - base, actions[:, None], -1)[:, 0])
