@@ -2,7 +2,9 @@
 time to play ``--episodes`` episodes per predator seed against one held-out prey
 with ``online_fallback`` off and on, in one process, alternated ``--repeats``
 times after a first, compiling, play of each (the machines are shared and noisy,
-so the figure is the ratio of the two in the same run).
+so the figure is the ratio of the two in the same run). ``--set FIELD VALUE``
+(repeatable, values JSON) changes a field of the default profile's config in both
+(e.g. the correction's ``online_features``).
 
 Writes ``--out`` (JSON) and ``--out`` with ``.meta.json``::
 
@@ -22,7 +24,12 @@ from mopa.core.devices import use_cpu_devices
 use_cpu_devices()  # as the mopa command does, before JAX starts
 
 import numpy as np  # noqa: E402
-from _population import config_from, trained_stages, write_record  # noqa: E402
+from _population import (  # noqa: E402
+    add_set_option,
+    config_from,
+    trained_stages,
+    write_record,
+)
 
 from mopa.core.runinfo import run_metadata  # noqa: E402
 from mopa.experiments import intent_population as ip  # noqa: E402
@@ -38,14 +45,15 @@ def main() -> None:
         "--row", choices=("population_planner", "population_mcts"),
         default="population_planner",
     )  # fmt: skip
+    add_set_option(parser)
     args = parser.parse_args()
     meta = run_metadata(vars(args) | {"stages": str(args.stages), "out": str(args.out)})
-    base = ip.PROFILES["default"]
+    base = config_from(parser, args.set)
     teams, clones = trained_stages(base, args.stages)
     prey = ip.prey_entries(base, teams)[base.held_out_prey[0]]
     plays = {}
     for flag in (False, True):
-        config = config_from(parser, [("online_fallback", json.dumps(flag))])
+        config = config_from(parser, [*args.set, ("online_fallback", json.dumps(flag))])
         rows = ip.build_rows(config, teams, clones)
         plays[flag] = lambda rows=rows, config=config: ip.play_rows(
             rows, [args.row], prey, ip.eval_key(config),
