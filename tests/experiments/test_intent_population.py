@@ -31,7 +31,9 @@ from mopa.experiments.intent_population import (
     match_player,
     match_residuals,
     planner_difference,
+    run_intent_population,
 )
+from mopa.experiments.stages import Stages
 from mopa.opponent.online import residual_weight
 from mopa.opponent.population import none_fits_probability
 from tests.browser import assert_plots_unclipped, image_widths, report_page
@@ -322,6 +324,27 @@ def test_a_second_run_reuses_every_stage(quick_run, results, tmp_path):
     assert not any(line.endswith("running") for line in lines)
     assert again["conditions_held_out"] == results["conditions_held_out"]
     assert again["adaptation"] == results["adaptation"]
+
+
+def test_a_changed_player_setting_replays_the_games_only(quick_run, results, tmp_path):
+    """A field that changes how the rows play (the online correction's features)
+    reruns the eval and adaptation stages and reuses the rest."""
+    stages = tmp_path / "stages"
+    shutil.copytree(quick_run / "stages", stages)
+    lines = []
+    config = dataclasses.replace(PROFILES["quick"], online_features="observation")
+    assert PROFILES["quick"].online_features == "threats"
+    again = run_intent_population(
+        config, None, lines.append, Stages(stages, lines.append)
+    )
+    for stage in STAGES:
+        rerun = stage in ("eval", "adaptation")
+        assert (f"[{stage}] running" in lines) is rerun, stage
+        assert (f"[{stage}] reused (finished earlier with this config)" in lines) is (
+            not rerun
+        ), stage
+    assert again["log_likelihood_per_move"] == results["log_likelihood_per_move"]
+    assert again["adaptation"] != results["adaptation"]
 
 
 def test_report_html_holds_the_tables_and_every_image(quick_run):

@@ -199,6 +199,24 @@ ONLINE_FEATURES: dict[str, Callable[[PursuitEnv], Callable | None]] = {
     "threats": lambda env: env.prey_threat_features,
 }
 """``online_features`` -> the online correction's ``features`` for the game."""
+
+PLAYER_FIELDS = (
+    "fallback_model",
+    "online_fallback",
+    "online_features",
+    "online_reweigh_base",
+    "greedy_population_model",
+    "planner_prior",
+    "greedy_prey_model",
+    "planner_rollouts",
+    "planner_horizon",
+    "planner_gamma",
+    "mcts_particles",
+    "distance_weight",
+)
+"""The config's fields that change how the rows play (beyond the stages before
+them): in the ``eval`` and ``adaptation`` stages' configs, so that a change reruns
+them."""
 """Belief sources of the Exp 6 predators built here (``params.source`` indexes)."""
 
 
@@ -1351,20 +1369,7 @@ def run_intent_population(
     )
     play_config = {
         **belief_config,
-        "planner": {
-            name: getattr(config, name)
-            for name in (
-                "fallback_model",
-                "greedy_population_model",
-                "planner_prior",
-                "greedy_prey_model",
-                "planner_rollouts",
-                "planner_horizon",
-                "planner_gamma",
-                "mcts_particles",
-                "distance_weight",
-            )
-        },
+        "planner": {name: getattr(config, name) for name in PLAYER_FIELDS},
     }
     evaluation, adaptation = stages.run_together(
         [
