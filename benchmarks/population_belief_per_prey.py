@@ -6,7 +6,10 @@ library (the pooled clone, fitted on every fitting prey, stays in), on the ``dat
 stage's episodes (the prey against its own co-trained predators): the intent
 belief's accuracy after each episode's last move, its mean ECE over the steps, the
 confusion of the true intent with the belief's guess at the end, and the belief's
-confidence and none-fits probability at the end, where it is right and where wrong.
+confidence and none-fits probability at the end, where it is right and where wrong;
+and where the prey ends its episodes, by intent (its mean position at the last
+step: a prey that ends at the same corner under two intents cannot be told apart
+by them).
 No games are played. ``--stages`` is the ``stages`` folder of a default-profile
 run. Writes ``--out`` (JSON) and ``--out`` with ``.meta.json``::
 
@@ -72,7 +75,14 @@ def prey_summary(config, clones, stages: Path, name: str, leave_out: int | None)
     def mean(values, where):
         return float(values[where].mean()) if where.any() else None
 
+    last = np.asarray(obs)[:, -1, 0, 2:4]  # [E, 2] the prey's own position
     return {
+        "end_position_by_intent": [
+            last[intents == k].mean(0).round(3).tolist()
+            if np.any(intents == k)
+            else None
+            for k in range(K)
+        ],
         "episodes": int(intents.size),
         "accuracy_at_end": float(right.mean()),
         "mean_ece": float(
