@@ -503,7 +503,7 @@ def _random_population_predator(
             obs_size=env.prey_obs_size,
             drop_obs_tail=K,
             capacity=6,
-            features=env.prey_threat_features if threats else None,
+            features_fn=env.prey_threat_features if threats else None,
             reweigh_base=threats,
         )
         fallback_model = OnlineResidualModel(fallback_model, residual, team=PREY)

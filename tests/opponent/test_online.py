@@ -144,15 +144,15 @@ def test_bad_config_names_the_field(field, value, words):
 @pytest.mark.parametrize(
     ("features", "words"),
     [
-        (3, "features must be a function"),
+        (3, "features_fn must be a function"),
         (lambda o: o.sum(), r"to a vector \[K\].*shape \(\)"),
         (lambda o: o.reshape(2, 2), r"shape \(2, 2\)"),
-        (lambda o: o[:, 0], "features must take one observation's 4 read entries"),
+        (lambda o: o[:, 0], "features_fn must take one observation's 4 read entries"),
     ],
 )
 def test_bad_features_are_refused(features, words):
     with pytest.raises(InvalidParameterError, match=words):
-        _config(features=features)
+        _config(features_fn=features)
 
 
 def test_features_carry_a_rule_the_raw_observation_does_not():
@@ -180,8 +180,8 @@ def test_features_carry_a_rule_the_raw_observation_does_not():
         return float(jnp.mean(log_probs[jnp.arange(200), actions[100:]])), state
 
     raw, _ = fresh_log_likelihood(_config())
-    rich, state = fresh_log_likelihood(_config(features=product))
-    assert _config(features=product).num_features == D + 2
+    rich, state = fresh_log_likelihood(_config(features_fn=product))
+    assert _config(features_fn=product).num_features == D + 2
     # log(1/3) = -1.10 nats: the raw correction learns only that move 2 never
     # comes (log(1/2) = -0.69 at best); the product's learns the rule
     assert -0.8 < raw < -0.6

@@ -571,7 +571,7 @@ class PursuitEnv(Env):
 
         The features a rule for fleeing may be linear in, where the raw
         observation's relative positions are not (e.g. for
-        :class:`~mopa.opponent.online.OnlineResidualConfig`'s ``features``)."""
+        :class:`~mopa.opponent.online.OnlineResidualConfig`'s ``features_fn``)."""
         L, P = self.num_obstacles, self.num_predators
         if obs.ndim != 1 or obs.shape[0] < 4 + 2 * L + 2 * P:
             raise InvalidParameterError(

@@ -198,7 +198,7 @@ ONLINE_FEATURES: dict[str, Callable[[PursuitEnv], Callable | None]] = {
     "observation": lambda env: None,
     "threats": lambda env: env.prey_threat_features,
 }
-"""``online_features`` -> the online correction's ``features`` for the game."""
+"""``online_features`` -> the online correction's ``features_fn`` for the game."""
 
 PLAYER_FIELDS = (
     "fallback_model",
@@ -814,7 +814,7 @@ def build_rows(config, teams: dict, clones: Any) -> dict:
             obs_size=env.prey_obs_size,
             drop_obs_tail=K,
             epsilon=config.bayes_epsilon,
-            features=ONLINE_FEATURES[config.online_features](env),
+            features_fn=ONLINE_FEATURES[config.online_features](env),
             reweigh_base=config.online_reweigh_base,
         )
         fallback = OnlineResidualModel(fallback, online, team=PREY)

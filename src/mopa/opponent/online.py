@@ -12,7 +12,7 @@ opponent's moves as they arrive::
     phi(o) = [f(o'), 1]
 
 (``o'`` the observation without its ``drop_obs_tail`` entries, ``f`` the config's
-``features``, the identity by default; ``p_base`` the base
+``features_fn``, the identity by default; ``p_base`` the base
 model's predictive floored as the beliefs floor theirs, ``(1 - epsilon) p +
 epsilon / A``, so that a move the base rules out can still be learned). Under a
 Gaussian prior ``W ~ N(0, 1 / prior_precision)`` on every weight, ``W`` is the MAP
@@ -26,7 +26,7 @@ the floored base.
 are far from unit scale scales them first. The correction is linear in them, so an
 opponent whose rule is not linear in the observation (one that flees the *nearest*
 threat, or turns at a wall) is learned only as far as the features carry the rule.
-A game's own features, ``features=f`` (any traceable map of one observation's read
+A game's own features, ``features_fn=f`` (any traceable map of one observation's read
 entries), let the correction express such rules: for the pursuit game,
 :meth:`~mopa.envs.pursuit.PursuitEnv.prey_threat_features`. The base enters as a
 fixed offset, which a correction must outweigh where the base is wrong (and
@@ -104,7 +104,7 @@ class OnlineResidualConfig:
     prior: float = DEFAULT_PRIOR
     """Prior probability of the correction against the base
     (:func:`residual_weight` starts there)."""
-    features: Callable[[jax.Array], jax.Array] | None = None
+    features_fn: Callable[[jax.Array], jax.Array] | None = None
     """``f``: one observation's read entries ``[D - drop_obs_tail]`` to its
     features ``[K]`` (traceable by JAX; ``phi(o) = [f(o'), 1]``). ``None``: the
     entries themselves."""
@@ -132,17 +132,17 @@ class OnlineResidualConfig:
         # epsilon > 0: a move the base rules out could still be learned
         check_probability("epsilon", self.epsilon)
         check_probability("prior", self.prior)
-        if self.features is not None:
-            if not callable(self.features):
+        if self.features_fn is not None:
+            if not callable(self.features_fn):
                 raise InvalidParameterError(
-                    f"features must be a function of one observation or None, got "
-                    f"{self.features!r}"
+                    f"features_fn must be a function of one observation or None, "
+                    f"got {self.features_fn!r}"
                 )
             read = self.obs_size - self.drop_obs_tail
-            shape = _feature_shape(self.features, read)
+            shape = _feature_shape(self.features_fn, read)
             if len(shape) != 1 or shape[0] < 1:
                 raise InvalidParameterError(
-                    f"features must map an observation [{read}] to a vector [K], "
+                    f"features_fn must map an observation [{read}] to a vector [K], "
                     f"K >= 1; it gives shape {shape}"
                 )
 
@@ -152,8 +152,8 @@ class OnlineResidualConfig:
         read entries, and a constant) and with ``reweigh_base`` the base's ``A``
         log-probabilities."""
         read = self.obs_size - self.drop_obs_tail
-        if self.features is not None:
-            read = _feature_shape(self.features, read)[0]
+        if self.features_fn is not None:
+            read = _feature_shape(self.features_fn, read)[0]
         return read + 1 + (self.num_actions if self.reweigh_base else 0)
 
 
@@ -191,8 +191,8 @@ def residual_features(config: OnlineResidualConfig, obs: jax.Array) -> jax.Array
             f"shape {obs.shape}"
         )
     read = obs[..., : config.obs_size - config.drop_obs_tail]
-    if config.features is not None:
-        read = jnp.vectorize(config.features, signature="(d)->(k)")(read)
+    if config.features_fn is not None:
+        read = jnp.vectorize(config.features_fn, signature="(d)->(k)")(read)
     return jnp.concatenate([read, jnp.ones((*obs.shape[:-1], 1), read.dtype)], -1)
 
 
@@ -336,14 +336,14 @@ def residual_weight(state: OnlineResidualState) -> jax.Array:
     return jax.nn.sigmoid(state.log_odds)
 
 
-def _feature_shape(features: Callable, read: int) -> tuple[int, ...]:
-    """The shape ``features`` gives one observation's ``read`` entries (traced,
+def _feature_shape(features_fn: Callable, read: int) -> tuple[int, ...]:
+    """The shape ``features_fn`` gives one observation's ``read`` entries (traced,
     not run); a function that cannot take them is refused."""
     try:
-        out = jax.eval_shape(features, jax.ShapeDtypeStruct((read,), jnp.float32))
+        out = jax.eval_shape(features_fn, jax.ShapeDtypeStruct((read,), jnp.float32))
     except Exception as error:  # noqa: BLE001 - any failure is the user's function's
         raise InvalidParameterError(
-            f"features must take one observation's {read} read entries: {error}"
+            f"features_fn must take one observation's {read} read entries: {error}"
         ) from None
     return tuple(getattr(out, "shape", ()))
 
