@@ -193,6 +193,7 @@ OUT_OF_FAMILY_PREY = {"evader": EvaderPrey, "wanderer": WandererPrey}
 """Scripted prey outside the trained family, by name (each built from the game)."""
 
 _SOURCES = ("bayes", "flat")
+"""Belief sources of the Exp 6 predators built here (``params.source`` indexes)."""
 
 ONLINE_FEATURES: dict[str, Callable[[PursuitEnv], Callable | None]] = {
     "observation": lambda env: None,
@@ -217,7 +218,6 @@ PLAYER_FIELDS = (
 """The config's fields that change how the rows play (beyond the stages before
 them): in the ``eval`` and ``adaptation`` stages' configs, so that a change reruns
 them."""
-"""Belief sources of the Exp 6 predators built here (``params.source`` indexes)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
