@@ -560,6 +560,18 @@ class PursuitEnv(Env):
             jnp.concatenate(prey_parts, -1),
         )
 
+    def prey_predators_relative(self, obs: jax.Array) -> jax.Array:
+        """``[P, 2]`` each predator's position less the prey's, read from one prey's
+        observation ``[D]`` (its trailing entries may be cut off: only those up to
+        the predators are read)."""
+        L, P = self.num_obstacles, self.num_predators
+        if obs.ndim != 1 or obs.shape[0] < 4 + 2 * L + 2 * P:
+            raise InvalidParameterError(
+                f"a prey's observation must have at least {4 + 2 * L + 2 * P} "
+                f"entries (one prey's, up to the predators), got shape {obs.shape}"
+            )
+        return obs[4 + 2 * L : 4 + 2 * L + 2 * P].reshape(P, 2)
+
     def prey_threat_features(self, obs: jax.Array) -> jax.Array:
         """One prey's observation ``[D]`` (its trailing intent may be cut off: only
         the entries up to the predators are read) with threat and edge features
@@ -572,14 +584,8 @@ class PursuitEnv(Env):
         The features a rule for fleeing may be linear in, where the raw
         observation's relative positions are not (e.g. for
         :class:`~mopa.opponent.online.OnlineResidualConfig`'s ``features_fn``)."""
-        L, P = self.num_obstacles, self.num_predators
-        if obs.ndim != 1 or obs.shape[0] < 4 + 2 * L + 2 * P:
-            raise InvalidParameterError(
-                f"prey_threat_features: obs must be one prey's observation of at "
-                f"least {4 + 2 * L + 2 * P} entries, got shape {obs.shape}"
-            )
         pos = obs[2:4]
-        away = -obs[4 + 2 * L : 4 + 2 * L + 2 * P].reshape(P, 2)  # predator -> prey
+        away = -self.prey_predators_relative(obs)  # [P, 2] predator -> prey
         distance = jnp.sqrt(jnp.sum(away * away, -1) + 1e-12)  # [P]
         unit = away / distance[:, None]
         nearest = jnp.argmin(distance)

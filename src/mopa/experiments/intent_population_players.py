@@ -323,12 +323,11 @@ class EvaderPrey:
         """The evader's own rule as a planner's opponent model (no params, no
         latent): the one-hot distribution on its move, read from its observation
         (its position, and the predators' positions relative to it)."""
-        P, L = self.env.num_predators, self.env.num_obstacles
 
         def logits_fn(params, latent, obs):
             del params, latent
             own = obs[PREY][0]  # [D]: vel, pos, obstacles, others, ...
-            relative = own[4 + 2 * L : 4 + 2 * L + 2 * P].reshape(P, 2)
+            relative = self.env.prey_predators_relative(own)
             return greedy_logits(self._scores(own[2:4], -relative))[None]
 
         return FunctionOpponentModel(logits_fn, num_opponents=1, num_actions=5)
