@@ -326,17 +326,70 @@ def test_a_second_run_reuses_every_stage(quick_run, results, tmp_path):
     assert again["adaptation"] == results["adaptation"]
 
 
+def _recording(config):
+    """A copy of ``config`` that notes the name of every attribute read from it
+    (its fields, methods and properties, also through ``self`` inside them), and
+    the set it notes them in."""
+    read = set()
+
+    class Recording(type(config)):
+        def __getattribute__(self, name):
+            read.add(name)
+            return object.__getattribute__(self, name)
+
+    fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+    return Recording(**fields), read
+
+
+def _keys(tree) -> set:
+    """Every key of a JSON tree's dicts, at any depth."""
+    if isinstance(tree, dict):
+        return set(tree).union(*(_keys(v) for v in tree.values()))
+    if isinstance(tree, list):
+        return set().union(*(_keys(v) for v in tree))
+    return set()
+
+
+# Fields that reach the stage configs resolved or renamed: the key there.
+_STORED_AS = {
+    "recipe": "hidden",  # the networks of each condition's training config
+    "conditions": "train",  # that config's keys
+    "held_out_seeds": "split",
+    "train_steps": "total_steps",
+    "train_envs": "num_envs",
+    "train_rollout": "num_steps",
+    "train_chunks": "num_chunks",
+    "data_episodes": "episodes",
+    "bc_epochs": "num_epochs",
+    "bc_hidden": "clone",
+    "bc_batch_size": "batch_size",
+    "planning_prior": "planner_prior",
+    "mcts_planning_prior": "mcts_prior",
+}
+
+
 def test_a_changed_player_setting_replays_the_games_only(quick_run, results, tmp_path):
     """A field that changes how the rows play (the online correction's features)
-    reruns the eval and adaptation stages and reuses the rest."""
+    reruns the eval and adaptation stages and reuses the rest; and every field the
+    run reads, the replayed stages' bodies included, is in their stage configs, so
+    that changing any of them replays the stages it changes."""
     stages = tmp_path / "stages"
     shutil.copytree(quick_run / "stages", stages)
     lines = []
-    config = dataclasses.replace(PROFILES["quick"], online_features="observation")
+    config, read = _recording(
+        dataclasses.replace(PROFILES["quick"], online_features="observation")
+    )
     assert PROFILES["quick"].online_features == "threats"
     again = run_intent_population(
         config, None, lines.append, Stages(stages, lines.append)
     )
+    stored = set()
+    for stage in ("eval", "adaptation"):
+        stage_file = json.loads((stages / stage / "stage.json").read_text())
+        stored |= _keys(stage_file["config"])
+    fields = {f.name for f in dataclasses.fields(PopulationExperimentConfig)}
+    missing = {n for n in read & fields if _STORED_AS.get(n, n) not in stored}
+    assert not missing, f"read by the run but in no stage config: {sorted(missing)}"
     for stage in STAGES:
         rerun = stage in ("eval", "adaptation")
         assert (f"[{stage}] running" in lines) is rerun, stage
