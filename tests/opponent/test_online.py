@@ -12,6 +12,8 @@ from mopa.opponent.online import (
     OnlineResidualConfig,
     fit_residual,
     floored_base,
+    free_log_probs,
+    free_weight,
     init_online_residual,
     observe_residual,
     residual_features,
@@ -222,6 +224,87 @@ def test_reweighing_discounts_a_confident_base_that_misleads():
     assert reweighed > offset + 0.1
 
 
+def _misleading_base(n):
+    """``n`` observations, an opponent whose move is linear in them, and a base
+    confidently wrong in proportion to that rule (its logits minus 4 times the
+    opponent's): the correction must outweigh the base where a free fit need
+    only learn the rule."""
+    obs = jax.random.normal(jax.random.key(9), (n, D))
+    rule = obs @ jax.random.normal(jax.random.key(10), (D, A))
+    return obs, jnp.argmax(rule, -1), -4.0 * rule
+
+
+def _observe_all(config, obs, actions, base_logits, n):
+    observe = jax.jit(
+        lambda s, o, a, b: observe_residual(config, s, o[None], a[None], b[None])
+    )
+    state = init_online_residual(config)
+    for t in range(n):
+        state = observe(state, obs[t], actions[t], base_logits[t])
+    return state
+
+
+def test_without_free_fit_the_free_hypothesis_has_no_weight():
+    obs, actions, base_logits = _misleading_base(20)
+    state = _observe_all(_config(), obs, actions, base_logits, 20)
+    assert float(free_weight(state)) == 0.0
+    assert not np.any(np.asarray(state.free_weights))
+    assert float(state.free_log_odds) == -np.inf
+
+
+def test_the_free_fit_is_the_map_of_a_plain_logistic_regression():
+    """With ``free_fit`` the second weights are the MAP of the features alone (no
+    base offset), as a general optimiser finds it."""
+    config = _config(free_fit=True, prior_precision=0.5, newton_steps=8)
+    obs, actions, base_logits = _misleading_base(30)
+    state = _observe_all(config, obs, actions, base_logits, 30)
+    features = np.asarray(residual_features(config, obs))
+
+    def loss(flat):
+        logits = features @ flat.reshape(D + 1, A)
+        log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+        chosen = log_probs[np.arange(30), np.asarray(actions)]
+        return -chosen.sum() + 0.25 * np.sum(flat * flat)
+
+    want = minimize(loss, np.zeros((D + 1) * A), method="BFGS", tol=1e-10).x
+    np.testing.assert_allclose(
+        np.asarray(state.free_weights).reshape(-1), want, atol=1e-3
+    )
+    # and the offset correction is fitted beside it as before
+    alone = _observe_all(
+        _config(prior_precision=0.5, newton_steps=8), obs, actions, base_logits, 30
+    )
+    np.testing.assert_allclose(state.weights, alone.weights, rtol=1e-6)
+    np.testing.assert_allclose(state.log_odds, alone.log_odds, rtol=1e-6)
+
+
+def test_the_evidence_picks_the_free_fit_against_a_base_that_misleads():
+    """Against the misleading base the free fit predicts fresh moves better than
+    the corrected base, and the prequential evidence moves to it; against an
+    opponent that plays the base it stays with the base."""
+    config = _config(free_fit=True)
+    obs, actions, base_logits = _misleading_base(400)
+    state = _observe_all(config, obs, actions, base_logits, 150)
+    fresh = jnp.arange(200)
+
+    def score(log_probs):
+        return float(jnp.mean(log_probs[fresh, actions[200:]]))
+
+    free = score(
+        free_log_probs(config, state.free_weights, base_logits[200:], obs[200:])
+    )
+    corrected = score(
+        residual_log_probs(config, state.weights, base_logits[200:], obs[200:])
+    )
+    assert free > corrected + 0.1
+    assert float(free_weight(state)) > 0.99
+    # the base's own moves: neither correction earns weight
+    plain = jax.random.categorical(jax.random.key(11), base_logits)
+    state = _observe_all(config, obs, plain, base_logits, 60)
+    assert float(free_weight(state)) < 0.05
+    assert float(residual_weight(state)) < 0.5
+
+
 def test_features_refuse_an_observation_of_the_wrong_width():
     with pytest.raises(InvalidParameterError, match="obs_size 4"):
         residual_features(_config(), jnp.zeros((1, D + 1)))
@@ -264,6 +347,37 @@ def test_residual_model_imagines_the_base_or_the_correction_by_its_weight():
             residual_log_probs(config, weights, plain, obs[1]) if corrected else plain
         )
         np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_residual_model_imagines_the_free_fit_by_its_weight():
+    base, base_params = _intent_model()
+    config = OnlineResidualConfig(
+        num_actions=A, obs_size=D, drop_obs_tail=2, free_fit=True
+    )
+    model = OnlineResidualModel(base, config, team=1)
+    weights = jax.random.normal(jax.random.key(5), (config.num_features, A))
+    free = jax.random.normal(jax.random.key(12), (config.num_features, A))
+    obs = (jnp.zeros((2, 5)), jax.random.normal(jax.random.key(6), (1, D)))
+    key = jax.random.key(7)
+    for w, f in ((1.0, 1.0), (1.0, 0.0), (0.0, 0.0)):
+        params = OnlineResidualParams(
+            base_params, weights, jnp.float32(w), free, jnp.float32(f)
+        )
+        latent = model.sample_latent(params, key)
+        assert bool(latent.free) is (f == 1.0)
+        # the corrected-or-base draw is the one the model without a free fit makes
+        assert bool(latent.corrected) is (w == 1.0)
+        got = model.logits(params, latent, obs)
+        plain = base.logits(base_params, latent.base, obs)
+        if f:
+            want = free_log_probs(config, free, plain, obs[1])
+        elif w:
+            want = residual_log_probs(config, weights, plain, obs[1])
+        else:
+            want = plain
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    with pytest.raises(InvalidParameterError, match="free_weights and free_weight"):
+        model.sample_latent(OnlineResidualParams(base_params, weights, 1.0), key)
 
 
 def test_residual_model_refuses_a_base_of_other_actions():

@@ -134,6 +134,7 @@ from mopa.opponent.data import generate, load_dataset, save_dataset
 from mopa.opponent.online import (
     OnlineResidualConfig,
     OnlineResidualState,
+    free_weight,
     init_online_residual,
     observe_residual,
     residual_weight,
@@ -206,6 +207,7 @@ PLAYER_FIELDS = (
     "online_fallback",
     "online_features",
     "online_reweigh_base",
+    "online_free_fit",
     "greedy_population_model",
     "planner_prior",
     "greedy_prey_model",
@@ -303,6 +305,14 @@ class PopulationExperimentConfig:
     ``reweigh_base``): it can discount a fallback that misleads. Off: measured
     (RESULTS.md), it put the lookahead below the flat-belief planner per episode
     against the evader (-0.19, interval below 0) and gained no more in matches."""
+    online_free_fit: bool = dataclasses.field(
+        default=False, metadata={ABSENT_MEANS: False}
+    )
+    """The online correction also fits the features without the fallback, as a
+    third hypothesis weighed by its own evidence
+    (:class:`~mopa.opponent.online.OnlineResidualConfig`'s ``free_fit``): for a
+    prey the fallback misdescribes so badly that outweighing it costs more than
+    learning anew."""
     greedy_population_model: bool = dataclasses.field(
         default=False, metadata={ABSENT_MEANS: False}
     )
@@ -816,6 +826,7 @@ def build_rows(config, teams: dict, clones: Any) -> dict:
             epsilon=config.bayes_epsilon,
             features_fn=ONLINE_FEATURES[config.online_features](env),
             reweigh_base=config.online_reweigh_base,
+            free_fit=config.online_free_fit,
         )
         fallback = OnlineResidualModel(fallback, online, team=PREY)
         fresh = init_online_residual(online)
@@ -823,6 +834,8 @@ def build_rows(config, teams: dict, clones: Any) -> dict:
             base_params=fallback_params,
             weights=broadcast_seeds(fresh.weights, S),
             residual_weight=broadcast_seeds(residual_weight(fresh), S),
+            free_weights=broadcast_seeds(fresh.free_weights, S),
+            free_weight=broadcast_seeds(free_weight(fresh), S),
         )
     model = PopulationOpponentModel(
         pop_config,

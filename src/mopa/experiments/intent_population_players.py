@@ -50,6 +50,7 @@ from mopa.errors import InvalidParameterError
 from mopa.experiments.intent_players import infer_prey_action
 from mopa.opponent.online import (
     OnlineResidualState,
+    free_weight,
     init_online_residual,
     observe_residual,
     residual_weight,
@@ -201,7 +202,10 @@ class PopulationPredator:
         if self.online is not None:
             opponent = opponent.replace(
                 fallback_params=opponent.fallback_params.replace(
-                    weights=online.weights, residual_weight=residual_weight(online)
+                    weights=online.weights,
+                    residual_weight=residual_weight(online),
+                    free_weights=online.free_weights,
+                    free_weight=free_weight(online),
                 )
             )
         obs = jnp.concatenate([obs[:, :-K], jnp.broadcast_to(fed, (A, K))], -1)

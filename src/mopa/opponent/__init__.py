@@ -77,6 +77,7 @@ from mopa.opponent.metrics import cluster_scores, gmm_bic, probe_accuracy
 from mopa.opponent.online import (
     OnlineResidualConfig,
     OnlineResidualState,
+    free_weight,
     init_online_residual,
     observe_residual,
     residual_weight,
@@ -157,6 +158,7 @@ __all__ = [
     "PopulationLatent",
     "excess_surprisal",
     "fit_population",
+    "free_weight",
     "init_online_residual",
     "init_population_belief",
     "intent_belief",

@@ -31,7 +31,11 @@ entries), let the correction express such rules: for the pursuit game,
 :meth:`~mopa.envs.pursuit.PursuitEnv.prey_threat_features`. The base enters as a
 fixed offset, which a correction must outweigh where the base is wrong (and
 confident); with ``reweigh_base`` the base's log-probabilities are features as
-well, ``phi = [f(o'), 1, log p_base]``, so the fit can discount the base.
+well, ``phi = [f(o'), 1, log p_base]``, so the fit can discount the base. With
+``free_fit`` a second correction is fitted without the base at all,
+``log p_V(a | o) = phi(o)^T V_a - log Z(o)`` (a plain multinomial logistic
+regression on the same features, under the same prior), for an opponent the base
+misdescribes so badly that outweighing it costs more evidence than learning anew.
 
 **Whether to use it.** A correction fitted to few moves may predict worse than the
 base. So the correction is itself a hypothesis, weighed against the base by its
@@ -42,9 +46,16 @@ sequential predictor, which cannot reward fitting the move being scored)::
     log_odds(t) = log_odds(t - 1) + log p_{W_{t-1}}(a_t | o_t) - log p_base(a_t | o_t)
     residual_weight(t) = sigmoid(log_odds(t)),   log_odds(0) = logit(prior)
 
-(``p_base`` floored in both terms.) A planner
-(:class:`~mopa.planning.OnlineResidualModel`) imagines the corrected model in a
-rollout with probability ``residual_weight`` and the base itself (not floored)
+(``p_base`` floored in both terms.) With ``free_fit`` the free correction keeps
+its own log odds against the base the same way, and the three hypotheses (the
+base, the corrected base, the free fit; prior odds ``prior : 1 - prior`` of each
+correction against the base) are weighed by their posterior,
+``softmax([0, log_odds, free_log_odds])``: :func:`free_weight` is the free fit's
+probability, and :func:`residual_weight` stays the corrected base's odds against
+the base alone. A planner
+(:class:`~mopa.planning.OnlineResidualModel`) imagines the free fit in a rollout
+with probability ``free_weight`` (0 without ``free_fit``), else the corrected model
+with probability ``residual_weight`` and the base itself (not floored)
 otherwise: from ``prior`` (even odds by default) before any move, and as the base
 alone once the evidence is against the correction.
 
@@ -58,6 +69,14 @@ Typical use, beside a planner whose opponent model is an
     state = observe_residual(config, state, obs, action, base_logits)
     # the planner's params, each decision:
     params = OnlineResidualParams(base_params, state.weights, residual_weight(state))
+    # with free_fit, the free fit's too:
+    params = OnlineResidualParams(
+        base_params,
+        state.weights,
+        residual_weight(state),
+        state.free_weights,
+        free_weight(state),
+    )
 """
 
 from __future__ import annotations
@@ -112,6 +131,9 @@ class OnlineResidualConfig:
     """The floored base's log-probabilities are features too (``A`` more rows of
     ``W``): the correction can then reweigh the base's moves, or discount a base
     that misleads (its weights near ``-I``), where otherwise it must outweigh it."""
+    free_fit: bool = False
+    """Also fit the features without the base, ``softmax(phi V)``, as a third
+    hypothesis weighed by its own prequential evidence (:func:`free_weight`)."""
 
     def __post_init__(self):
         check_fields(self)
@@ -167,18 +189,26 @@ class OnlineResidualState:
     count: jax.Array  # [] int32 moves seen (all of them; the latest C are kept)
     weights: jax.Array  # [F, A] the MAP correction
     log_odds: jax.Array  # [] log odds of the correction against the base
+    free_weights: jax.Array  # [F, A] the MAP free fit (zeros without free_fit)
+    free_log_odds: jax.Array  # [] its log odds against the base (-inf without)
 
 
 def init_online_residual(config: OnlineResidualConfig) -> OnlineResidualState:
-    """No moves seen: ``W = 0`` and the log odds at ``logit(prior)``."""
+    """No moves seen: ``W = V = 0`` and the log odds at ``logit(prior)`` (the free
+    fit's at ``-inf`` without ``free_fit``)."""
     C, F, A = config.capacity, config.num_features, config.num_actions
+    log_odds = _logit(config.prior)
     return OnlineResidualState(
         features=jnp.zeros((C, F), jnp.float32),
         base=jnp.zeros((C, A), jnp.float32),
         actions=jnp.zeros((C,), jnp.int32),
         count=jnp.zeros((), jnp.int32),
         weights=jnp.zeros((F, A), jnp.float32),
-        log_odds=jnp.asarray(_logit(config.prior), jnp.float32),
+        log_odds=jnp.asarray(log_odds, jnp.float32),
+        free_weights=jnp.zeros((F, A), jnp.float32),
+        free_log_odds=jnp.asarray(
+            log_odds if config.free_fit else -jnp.inf, jnp.float32
+        ),
     )
 
 
@@ -306,14 +336,18 @@ def observe_residual(
 
     Returns:
         The state after these moves: the log odds add the moves' prequential
-        log-likelihood ratio of the correction against the base; the buffer holds
-        them; the weights are refitted.
+        log-likelihood ratio of the correction against the base (and of the free
+        fit, with ``free_fit``); the buffer holds them; the weights are refitted.
     """
     base = floored_base(config, base_logits)  # [O, A]
     features = design_rows(config, obs, base)  # [O, F]
     actions = actions.astype(jnp.int32)
+
+    def ratio(log_probs):  # the moves' log-likelihood ratio against the base
+        chosen = jnp.take_along_axis(log_probs - base, actions[:, None], -1)[:, 0]
+        return jnp.sum(chosen)
+
     corrected = jax.nn.log_softmax(base + features @ state.weights, -1)
-    ratio = jnp.sum(jnp.take_along_axis(corrected - base, actions[:, None], -1)[:, 0])
     C = config.capacity
     slots = (state.count + jnp.arange(actions.shape[0])) % C
     kept = state.replace(
@@ -321,19 +355,54 @@ def observe_residual(
         base=state.base.at[slots].set(base),
         actions=state.actions.at[slots].set(actions),
         count=state.count + actions.shape[0],
-        log_odds=state.log_odds + ratio,
+        log_odds=state.log_odds + ratio(corrected),
     )
     mask = jnp.arange(C) < kept.count
     weights = fit_residual(
         config, kept.features, kept.base, kept.actions, mask, state.weights
     )
-    return kept.replace(weights=weights)
+    if not config.free_fit:
+        return kept.replace(weights=weights)
+    free = jax.nn.log_softmax(features @ state.free_weights, -1)
+    free_weights = fit_residual(
+        config,
+        kept.features,
+        jnp.zeros_like(kept.base),
+        kept.actions,
+        mask,
+        state.free_weights,
+    )
+    return kept.replace(
+        weights=weights,
+        free_weights=free_weights,
+        free_log_odds=state.free_log_odds + ratio(free),
+    )
 
 
 def residual_weight(state: OnlineResidualState) -> jax.Array:
     """``[]`` probability that the correction, not the base, describes the
-    opponent (the prequential evidence; see the module docstring)."""
+    opponent (the prequential evidence; see the module docstring); with
+    ``free_fit``, given that the free fit does not."""
     return jax.nn.sigmoid(state.log_odds)
+
+
+def free_weight(state: OnlineResidualState) -> jax.Array:
+    """``[]`` posterior probability of the free fit among the three hypotheses
+    (the base, the corrected base, the free fit); 0 without ``free_fit``."""
+    zero = jnp.zeros_like(state.log_odds)
+    return jax.nn.softmax(jnp.stack([zero, state.log_odds, state.free_log_odds]))[2]
+
+
+def free_log_probs(
+    config: OnlineResidualConfig,
+    free_weights: jax.Array,
+    base_logits: jax.Array,
+    obs: jax.Array,
+) -> jax.Array:
+    """``log p_V(a | o)`` ``[..., A]`` of the free fit (``base_logits`` only
+    enters through the features, with ``reweigh_base``)."""
+    base = floored_base(config, base_logits)
+    return jax.nn.log_softmax(design_rows(config, obs, base) @ free_weights, -1)
 
 
 def _feature_shape(features_fn: Callable, read: int) -> tuple[int, ...]:

@@ -28,7 +28,11 @@ from flax import struct
 
 from mopa.envs.base import TeamArrays
 from mopa.errors import InvalidParameterError
-from mopa.opponent.online import OnlineResidualConfig, residual_log_probs
+from mopa.opponent.online import (
+    OnlineResidualConfig,
+    free_log_probs,
+    residual_log_probs,
+)
 from mopa.opponent.population import (
     PopulationConfig,
     PopulationLatent,
@@ -464,7 +468,14 @@ class OnlineResidualParams:
     OnlineResidualState`'s ``weights``; zeros before any move)."""
     residual_weight: jax.Array
     """``[]`` probability that a rollout imagines the corrected model
-    (:func:`~mopa.opponent.online.residual_weight`)."""
+    (:func:`~mopa.opponent.online.residual_weight`), given that it does not
+    imagine the free fit."""
+    free_weights: jax.Array | None = None
+    """``[F, A]`` the free fit (the state's ``free_weights``); ``None`` without
+    ``free_fit``."""
+    free_weight: jax.Array | None = None
+    """``[]`` probability that a rollout imagines the free fit
+    (:func:`~mopa.opponent.online.free_weight`); ``None`` without ``free_fit``."""
 
 
 class ResidualLatent(NamedTuple):
@@ -472,6 +483,7 @@ class ResidualLatent(NamedTuple):
 
     base: Any  # the base model's latent
     corrected: jax.Array  # [] bool: the rollout imagines the corrected model
+    free: jax.Array  # [] bool: ... the free fit (before ``corrected``)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -479,7 +491,9 @@ class OnlineResidualModel:
     """A base opponent model and its online correction
     (:mod:`mopa.opponent.online`): a rollout imagines the corrected model,
     ``softmax(floored base logits + phi(o) W)``, with probability
-    ``params.residual_weight`` and the base itself otherwise. The base's latent is
+    ``params.residual_weight`` and the base itself otherwise; with the config's
+    ``free_fit``, the free fit ``softmax(phi(o) V)`` first, with probability
+    ``params.free_weight``. The base's latent is
     drawn with the rollout's key itself, so a rollout that imagines the base
     imagines exactly what the base alone would with the same key. ``params`` is
     an :class:`OnlineResidualParams`; the player that watches the opponent keeps
@@ -517,10 +531,16 @@ class OnlineResidualModel:
         return self.base.num_actions
 
     def sample_latent(self, params: OnlineResidualParams, key: jax.Array):
+        self._check_free(params)
         return ResidualLatent(
             base=self.base.sample_latent(params.base_params, key),
             corrected=jax.random.bernoulli(
                 jax.random.fold_in(key, 2), params.residual_weight
+            ),
+            free=(
+                jax.random.bernoulli(jax.random.fold_in(key, 3), params.free_weight)
+                if self.config.free_fit
+                else jnp.zeros((), bool)
             ),
         )
 
@@ -531,4 +551,20 @@ class OnlineResidualModel:
         corrected = residual_log_probs(
             self.config, params.weights, base, obs[self.team]
         )
-        return jnp.where(latent.corrected, corrected, base)
+        logits = jnp.where(latent.corrected, corrected, base)
+        if not self.config.free_fit:
+            return logits
+        self._check_free(params)
+        free = free_log_probs(self.config, params.free_weights, base, obs[self.team])
+        return jnp.where(latent.free, free, logits)
+
+    def _check_free(self, params: OnlineResidualParams) -> None:
+        """A config with ``free_fit`` needs the free fit's params."""
+        if self.config.free_fit and (
+            params.free_weights is None or params.free_weight is None
+        ):
+            raise InvalidParameterError(
+                "params: the config has free_fit, so OnlineResidualParams needs "
+                "free_weights and free_weight (the state's free_weights and "
+                "opponent.free_weight(state))"
+            )
