@@ -27,6 +27,7 @@ from mopa.planning import (
     OnlineResidualParams,
     PolicyOpponentModel,
     predictive_logits,
+    residual_params,
 )
 from mopa.policy import PolicySpec, init_params
 
@@ -191,39 +192,6 @@ def test_features_carry_a_rule_the_raw_observation_does_not():
     assert float(residual_weight(state)) > 0.99
 
 
-def test_reweighing_discounts_a_confident_base_that_misleads():
-    """A base confident and wrong in a way no linear term of the observation
-    cancels (its logits a sine of it); the opponent's move is linear in it. With
-    ``reweigh_base`` the correction can drop the base and predicts fresh moves
-    better (-0.19 nats against -0.39 without; the base alone -1.98)."""
-    obs = jax.random.normal(jax.random.key(6), (400, D))
-    base_logits = 4.0 * jnp.sin(
-        3.0 * obs @ jax.random.normal(jax.random.key(7), (D, A))
-    )
-    actions = jnp.argmax(obs @ jax.random.normal(jax.random.key(8), (D, A)), -1)
-
-    def fresh_log_likelihood(config):
-        observe = jax.jit(
-            lambda s, o, a, b: observe_residual(config, s, o[None], a[None], b[None])
-        )
-        state = init_online_residual(config)
-        for t in range(150):
-            state = observe(state, obs[t], actions[t], base_logits[t])
-        assert state.weights.shape == (config.num_features, A)
-        log_probs = residual_log_probs(
-            config, state.weights, base_logits[200:], obs[200:]
-        )
-        return float(jnp.mean(log_probs[jnp.arange(200), actions[200:]]))
-
-    offset = fresh_log_likelihood(_config())
-    reweighed = fresh_log_likelihood(_config(reweigh_base=True))
-    assert _config(reweigh_base=True).num_features == D + 1 + A
-    base = floored_base(_config(), base_logits[200:])
-    assert float(jnp.mean(base[jnp.arange(200), actions[200:]])) < -1.5
-    assert -0.6 < offset < -0.25
-    assert reweighed > offset + 0.1
-
-
 def _misleading_base(n):
     """``n`` observations, an opponent whose move is linear in them, and a base
     confidently wrong in proportion to that rule (its logits minus 4 times the
@@ -242,6 +210,34 @@ def _observe_all(config, obs, actions, base_logits, n):
     for t in range(n):
         state = observe(state, obs[t], actions[t], base_logits[t])
     return state
+
+
+def test_reweighing_discounts_a_confident_base_that_misleads():
+    """A base confident and wrong in a way no linear term of the observation
+    cancels (its logits a sine of it); the opponent's move is linear in it. With
+    ``reweigh_base`` the correction can drop the base and predicts fresh moves
+    better (-0.19 nats against -0.39 without; the base alone -1.98)."""
+    obs = jax.random.normal(jax.random.key(6), (400, D))
+    base_logits = 4.0 * jnp.sin(
+        3.0 * obs @ jax.random.normal(jax.random.key(7), (D, A))
+    )
+    actions = jnp.argmax(obs @ jax.random.normal(jax.random.key(8), (D, A)), -1)
+
+    def fresh_log_likelihood(config):
+        state = _observe_all(config, obs, actions, base_logits, 150)
+        assert state.weights.shape == (config.num_features, A)
+        log_probs = residual_log_probs(
+            config, state.weights, base_logits[200:], obs[200:]
+        )
+        return float(jnp.mean(log_probs[jnp.arange(200), actions[200:]]))
+
+    offset = fresh_log_likelihood(_config())
+    reweighed = fresh_log_likelihood(_config(reweigh_base=True))
+    assert _config(reweigh_base=True).num_features == D + 1 + A
+    base = floored_base(_config(), base_logits[200:])
+    assert float(jnp.mean(base[jnp.arange(200), actions[200:]])) < -1.5
+    assert -0.6 < offset < -0.25
+    assert reweighed > offset + 0.1
 
 
 def test_without_free_fit_the_free_hypothesis_has_no_weight():
@@ -378,6 +374,23 @@ def test_residual_model_imagines_the_free_fit_by_its_weight():
         np.testing.assert_allclose(got, want, rtol=1e-6)
     with pytest.raises(InvalidParameterError, match="free_weights and free_weight"):
         model.sample_latent(OnlineResidualParams(base_params, weights, 1.0), key)
+
+
+def test_residual_params_carry_both_fits_of_a_batch_of_states():
+    """``residual_params`` of states stacked along a leading axis (one per
+    predator seed, say) equals each state's own."""
+    config = _config(free_fit=True)
+    obs, actions, base_logits = _misleading_base(8)
+    states = [_observe_all(config, obs, actions, base_logits, n) for n in (2, 8)]
+    stacked = jax.tree.map(lambda *x: jnp.stack(x), *states)
+    params = residual_params("base", stacked)
+    assert params.base_params == "base"
+    for i, state in enumerate(states):
+        np.testing.assert_allclose(params.weights[i], state.weights)
+        np.testing.assert_allclose(params.free_weights[i], state.free_weights)
+        assert float(params.residual_weight[i]) == float(residual_weight(state))
+        assert float(params.free_weight[i]) == float(free_weight(state))
+    assert float(params.free_weight[0]) != float(params.free_weight[1])
 
 
 def test_residual_model_refuses_a_base_of_other_actions():

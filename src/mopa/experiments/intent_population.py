@@ -134,7 +134,6 @@ from mopa.opponent.data import generate, load_dataset, save_dataset
 from mopa.opponent.online import (
     OnlineResidualConfig,
     OnlineResidualState,
-    free_weight,
     init_online_residual,
     observe_residual,
     residual_weight,
@@ -159,10 +158,10 @@ from mopa.planning import (
     IntentModelParams,
     LookaheadParams,
     OnlineResidualModel,
-    OnlineResidualParams,
     PopulationModelParams,
     PopulationOpponentModel,
     predictive_logits,
+    residual_params,
 )
 from mopa.players import PolicyPlayer
 
@@ -833,12 +832,8 @@ def build_rows(config, teams: dict, clones: Any) -> dict:
         )
         fallback = OnlineResidualModel(fallback, online, team=PREY)
         fresh = init_online_residual(online)
-        fallback_params = OnlineResidualParams(
-            base_params=fallback_params,
-            weights=broadcast_seeds(fresh.weights, S),
-            residual_weight=broadcast_seeds(residual_weight(fresh), S),
-            free_weights=broadcast_seeds(fresh.free_weights, S),
-            free_weight=broadcast_seeds(free_weight(fresh), S),
+        fallback_params = residual_params(
+            fallback_params, jax.tree.map(lambda x: broadcast_seeds(x, S), fresh)
         )
     model = PopulationOpponentModel(
         pop_config,

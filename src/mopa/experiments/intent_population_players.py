@@ -50,10 +50,8 @@ from mopa.errors import InvalidParameterError
 from mopa.experiments.intent_players import infer_prey_action
 from mopa.opponent.online import (
     OnlineResidualState,
-    free_weight,
     init_online_residual,
     observe_residual,
-    residual_weight,
 )
 from mopa.opponent.population import (
     DEFAULT_EPSILON,
@@ -75,6 +73,7 @@ from mopa.planning import (
     OnlineResidualModel,
     greedy_logits,
     predictive_logits,
+    residual_params,
 )
 from mopa.players import plays_games_in_turn
 
@@ -201,11 +200,8 @@ class PopulationPredator:
             )
         if self.online is not None:
             opponent = opponent.replace(
-                fallback_params=opponent.fallback_params.replace(
-                    weights=online.weights,
-                    residual_weight=residual_weight(online),
-                    free_weights=online.free_weights,
-                    free_weight=free_weight(online),
+                fallback_params=residual_params(
+                    opponent.fallback_params.base_params, online
                 )
             )
         obs = jnp.concatenate([obs[:, :-K], jnp.broadcast_to(fed, (A, K))], -1)

@@ -67,16 +67,8 @@ Typical use, beside a planner whose opponent model is an
     # after every move the opponent makes (its observation, its action, and the
     # base model's predictive logits of that observation):
     state = observe_residual(config, state, obs, action, base_logits)
-    # the planner's params, each decision:
-    params = OnlineResidualParams(base_params, state.weights, residual_weight(state))
-    # with free_fit, the free fit's too:
-    params = OnlineResidualParams(
-        base_params,
-        state.weights,
-        residual_weight(state),
-        state.free_weights,
-        free_weight(state),
-    )
+    # the planner's params, each decision (the weights and evidence of both fits):
+    params = planning.residual_params(base_params, state)
 """
 
 from __future__ import annotations
@@ -390,7 +382,8 @@ def free_weight(state: OnlineResidualState) -> jax.Array:
     """``[]`` posterior probability of the free fit among the three hypotheses
     (the base, the corrected base, the free fit); 0 without ``free_fit``."""
     zero = jnp.zeros_like(state.log_odds)
-    return jax.nn.softmax(jnp.stack([zero, state.log_odds, state.free_log_odds]))[2]
+    log_odds = jnp.stack([zero, state.log_odds, state.free_log_odds], -1)
+    return jax.nn.softmax(log_odds, -1)[..., 2]
 
 
 def free_log_probs(

@@ -41,6 +41,7 @@ from mopa.planning.opponents import (
     ResidualLatent,
     greedy_logits,
     predictive_logits,
+    residual_params,
 )
 
 __all__ = [
@@ -67,6 +68,7 @@ __all__ = [
     "PopulationOpponentModel",
     "PRIORS",
     "ResidualLatent",
+    "residual_params",
     "RewardFn",
     "SearchNode",
     "greedy_logits",

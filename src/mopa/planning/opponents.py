@@ -30,8 +30,11 @@ from mopa.envs.base import TeamArrays
 from mopa.errors import InvalidParameterError
 from mopa.opponent.online import (
     OnlineResidualConfig,
+    OnlineResidualState,
     free_log_probs,
+    free_weight,
     residual_log_probs,
+    residual_weight,
 )
 from mopa.opponent.population import (
     PopulationConfig,
@@ -476,6 +479,21 @@ class OnlineResidualParams:
     free_weight: jax.Array | None = None
     """``[]`` probability that a rollout imagines the free fit
     (:func:`~mopa.opponent.online.free_weight`); ``None`` without ``free_fit``."""
+
+
+def residual_params(
+    base_params: Any, state: OnlineResidualState
+) -> OnlineResidualParams:
+    """An :class:`OnlineResidualModel`'s params from the watching player's
+    :class:`~mopa.opponent.online.OnlineResidualState` (leaves of any batch
+    shape): the correction's and the free fit's weights and evidence."""
+    return OnlineResidualParams(
+        base_params=base_params,
+        weights=state.weights,
+        residual_weight=residual_weight(state),
+        free_weights=state.free_weights,
+        free_weight=free_weight(state),
+    )
 
 
 class ResidualLatent(NamedTuple):
