@@ -52,9 +52,31 @@ def check(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from mopa.core.numerics import numerics_mode
+    from mopa.experiments.verify import recorded_benchmark, recorded_run
+
+    recorded = (recorded_benchmark if args.folder.is_file() else recorded_run)(
+        args.folder
+    )
+    if recorded.numerics != numerics_mode():
+        return _rerun_in(recorded.numerics, args)
     if args.folder.is_file():
         return _verify_benchmark(args)
     return _verify_experiment(args)
+
+
+def _rerun_in(mode: str, args: argparse.Namespace) -> int:
+    """This verify in a new ``mopa`` process computing in ``mode``, the numerics
+    the record was written in (a process's mode is fixed when it starts)."""
+    import subprocess
+    import sys
+
+    command = args.argv[args.argv.index("verify") :]
+    print(f"verify: {args.folder} was computed in {mode} numerics; rerunning in them")
+    options = ["--no-compile-cache"] if args.no_compile_cache else []
+    return subprocess.run(
+        [sys.executable, "-m", "mopa", "--numerics", mode, *options, *command]
+    ).returncode
 
 
 def _verify_experiment(args: argparse.Namespace) -> int:

@@ -52,6 +52,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mopa.core.numerics import MODES
 from mopa.errors import InvalidParameterError
 from mopa.experiments.registry import (
     ABSENT_MEANS,
@@ -240,6 +241,9 @@ class RecordedRun:
     devices: int | None
     cpu: dict[str, Any] | None
     """The processor it ran on (``None`` in folders written before it was kept)."""
+    numerics: str = "native"
+    """The numerics mode it computed in (:mod:`mopa.core.numerics`; ``native`` in
+    folders written before the mode was kept, as they all computed)."""
 
     @property
     def command(self) -> str:
@@ -309,8 +313,7 @@ def recorded_run(folder: str | Path) -> RecordedRun:
                 f"{was!r}; the preset now has {now!r}"
             )
         preset = renamed[0]
-    sha, devices, cpu = _machine(meta)
-    return RecordedRun(name, preset, seeds, sha, devices, cpu)
+    return RecordedRun(name, preset, seeds, *_machine(meta))
 
 
 def _config_mismatch(recorded: Any, config: Any) -> tuple[str, Any, Any] | None:
@@ -330,15 +333,19 @@ def _config_mismatch(recorded: Any, config: Any) -> tuple[str, Any, Any] | None:
     return None
 
 
-def _machine(meta: Any) -> tuple[str | None, int | None, dict[str, Any] | None]:
-    """``(git_sha, device count, processor)`` as a meta.json records them."""
+def _machine(meta: Any) -> tuple[str | None, int | None, dict[str, Any] | None, str]:
+    """``(git_sha, device count, processor, numerics mode)`` as a meta.json
+    records them."""
     meta = meta if isinstance(meta, dict) else {}
     machine = meta.get("machine") if isinstance(meta.get("machine"), dict) else {}
     devices, cpu = machine.get("devices"), machine.get("cpu")
+    numerics = meta.get("numerics") if isinstance(meta.get("numerics"), dict) else {}
+    mode = numerics.get("mode", "native")
     return (
         meta.get("git_sha"),
         len(devices) if isinstance(devices, list) else None,
         cpu if isinstance(cpu, dict) else None,
+        mode if mode in MODES else "native",
     )
 
 
@@ -353,6 +360,8 @@ class RecordedBenchmark:
     git_sha: str | None
     devices: int | None
     cpu: dict[str, Any] | None
+    numerics: str = "native"
+    """The numerics mode it ran in (as :attr:`RecordedRun.numerics`)."""
 
     @property
     def command(self) -> str:
@@ -399,11 +408,19 @@ def same_machine_notes(recorded: RecordedRun | RecordedBenchmark) -> list[str]:
             "float rounding may differ"
         )
     here = cpu_description()
-    if recorded.cpu is not None and recorded.cpu != here:
+    if recorded.cpu is not None and any(
+        recorded.cpu.get(key) != here[key] for key in ("model", "isa")
+    ):
         then = f"{recorded.cpu.get('model')} ({' '.join(recorded.cpu.get('isa', []))})"
+        why = (
+            "in portable numerics the digits should be the same (mopa.core.numerics)"
+            if recorded.numerics == "portable"
+            else "in native numerics XLA compiles for each processor, so float "
+            "rounding may differ"
+        )
         notes.append(
             f"written on {then}, rerun on {here['model']} ({' '.join(here['isa'])}): "
-            "XLA compiles for each processor, so float rounding may differ"
+            f"{why}"
         )
     return notes
 
