@@ -123,7 +123,10 @@ def test_measures_read_and_show_the_figures():
     assert docs.Value("steps.-1").read(RESULTS).value == 0.75
     half = docs.Value("a.mean", half_width="b.mean").read(RESULTS)  # 3.0 +- 1.5
     assert half.interval == (1.5, 4.5)
-    assert docs.Value("a.mean", "+.1f").read({"a": {"mean": -0.04}}).text == "-0.0"
+    # A negative that rounds to zero shows as zero; -0.06 rounds to -0.1.
+    assert docs.Value("a.mean", "+.1f").read({"a": {"mean": -0.04}}).text == "+0.0"
+    assert docs.Value("a.mean", "+.1f").read({"a": {"mean": -0.06}}).text == "-0.1"
+    assert docs.Value("a.mean", ".0%").read({"a": {"mean": 0.344}}).text == "34%"
     with pytest.raises(InvalidParameterError, match="no 'a.median'"):
         docs.Value("a.median").read(RESULTS)
 

@@ -505,7 +505,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         "cotrain.planner",
         "cotrain",
-        "the planning blue against red's population (g4)",
+        "the planning blue catches more than the blind blue, red's population (g4)",
         _OWN,
         _planner("score_vs_population"),
         Exceeds(_final("blind", "score_vs_population"), "blind"),
