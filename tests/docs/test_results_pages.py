@@ -59,6 +59,19 @@ def test_one_number_changed_in_a_results_json_makes_the_pages_differ(copy, capsy
     assert docs.stale_files(copy) == []
 
 
+def test_any_number_changed_in_a_results_json_changes_its_page(copy):
+    """Even a figure no table shows: the page names the file's digest."""
+    path = copy / "results" / "exp3" / "results.json"
+    original = path.read_text()
+    results = json.loads(original)
+    results["captures"]["iql_greedy"]["iql_greedy"]["seed_means"][0] += 0.01
+    path.write_text(json.dumps(results, indent=1))
+    try:
+        assert Path("docs/results/exp3.md") in docs.stale_files(copy)
+    finally:
+        path.write_text(original)
+
+
 def test_a_verify_record_is_shown_and_its_absence_says_not_verified(copy):
     page = Path("docs/results/lemol.md")
     assert "`mopa verify results/lemol`: not verified." in docs.render_all(copy)[page]

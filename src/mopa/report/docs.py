@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import re
 from collections.abc import Sequence
@@ -382,6 +383,8 @@ class Record:
     """The folder's ``verify.json``, or ``None`` where it has none."""
     figures: tuple[str, ...]
     """The folder's PNG plots, by name."""
+    digest: str = ""
+    """The SHA-256 of the folder's ``results.json`` as committed (hex)."""
 
 
 def read_folder(root: str | Path, name: str) -> Record:
@@ -407,13 +410,16 @@ def read_folder(root: str | Path, name: str) -> Record:
             raise InvalidParameterError(f"{path} is not JSON ({error})") from None
 
     figures = tuple(sorted(p.name for p in folder.glob("*.png")))
+    results = read("results.json")
+    digest = hashlib.sha256((folder / "results.json").read_bytes()).hexdigest()
     return Record(
         name,
-        read("results.json"),
+        results,
         read("config.json"),
         read("meta.json"),
         read("verify.json", required=False),
         figures,
+        digest,
     )
 
 
@@ -457,6 +463,14 @@ def verify_text(record: Any) -> str:
         f"{verdict}, {record.get('matched')} of {record.get('compared')} figures at "
         f"`{commit}` ({where}), {record.get('date', '')[:10]}"
     )
+
+
+def flatten(tree: Any) -> dict[str, Any]:
+    """Every leaf of a JSON tree by its dotted path
+    (:func:`mopa.experiments.verify.flatten`, which ``mopa verify`` compares)."""
+    from mopa.experiments.verify import flatten as flatten_tree
+
+    return flatten_tree(tree)
 
 
 def command_text(config: Any) -> str:
@@ -669,6 +683,9 @@ def _provenance(record: Record) -> list[str]:
         + ("" if wall is None else f" ({wall:,.0f} s wall)")
         + ".",
         f"- `mopa verify results/{record.name}`: {verify_text(record.verify)}.",
+        f"- Rendered from `results.json` of {len(flatten(record.results)):,} "
+        f"figures, SHA-256 `{record.digest[:16]}` (any change to it changes this "
+        "page).",
         "",
     ]
     return lines
