@@ -63,6 +63,9 @@ def check(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from mopa.core.runinfo import git_state
+
+    args.git_state = git_state()  # the source that reruns, for the record
     if args.folder.is_file():
         return _verify_benchmark(args)
     return _verify_experiment(args)
@@ -158,7 +161,8 @@ def _print_report(recorded, comparisons, wall_s: float, args) -> int:
     )
     if not args.no_record:
         path = verify_record_path(args.folder)
-        write_json(path, verify_record(recorded, comparisons, wall_s))
+        record = verify_record(recorded, comparisons, wall_s, args.git_state)
+        write_json(path, record)
         print(f"recorded in {path}")
     if failures:
         print(f"FAILED: {len(failures)} figures differ, first {failures[0].path}")

@@ -52,6 +52,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mopa.core.runinfo import GitState
 from mopa.errors import InvalidParameterError
 from mopa.experiments.registry import (
     ABSENT_MEANS,
@@ -486,6 +487,7 @@ def verify_record(
     recorded: RecordedRun | RecordedBenchmark,
     comparisons: list[Comparison],
     wall_s: float,
+    git: GitState | None = None,
 ) -> dict[str, Any]:
     """What a verification found, as ``mopa verify`` keeps it beside the figures
     it checked (``verify.json`` in a result folder, ``NAME.verify.json`` beside a
@@ -497,6 +499,8 @@ def verify_record(
         recorded: what the checked figures record of the run that wrote them.
         comparisons: every figure, committed against rerun.
         wall_s: the rerun's wall time in seconds.
+        git: the git state of the source that ran,
+            read when the rerun started (``None``: read now).
 
     Returns:
         ``{"command", "written_at", "git_sha", "git_dirty", "cpu", "devices",
@@ -514,7 +518,7 @@ def verify_record(
 
     from mopa.core.runinfo import cpu_description, git_state
 
-    state = git_state()
+    state = git_state() if git is None else git
     compared = [c for c in comparisons if c.kind not in NOT_COMPARED]
     failures = [c for c in comparisons if not c.ok]
     now = datetime.datetime.now(datetime.UTC)
