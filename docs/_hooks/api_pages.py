@@ -30,6 +30,6 @@ def on_files(files, config):
         match = PAGE.match(entry)
         if match and files.get_file_from_path(entry) is None:
             module = match.group(1)
-            content = f"# `{module}`\n\n::: {module}\n"
+            content = f"::: {module}\n    options:\n      heading_level: 1\n"
             files.append(File.generated(config, entry, content=content))
     return files
