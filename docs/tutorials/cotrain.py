@@ -10,6 +10,7 @@ league. Every stage is kept under ``STAGES``: run the script again and each
 finished stage is reused.
 """
 
+# --8<-- [start:code]
 import dataclasses
 import sys
 from pathlib import Path
@@ -45,3 +46,4 @@ ratings = results["ratings"]["players"]
 for name in sorted(ratings, key=lambda n: -ratings[n]["rating"]):
     low, high = ratings[name]["ci95"]
     print(f"{name:32s} {ratings[name]['rating']:7.1f} [{low:.1f}, {high:.1f}]")
+# --8<-- [end:code]

@@ -7,6 +7,7 @@ jitted tournament. ``STEPS`` is tiny so that the script runs in seconds; the
 research's runs train 2M steps per seed (``mopa train --list-presets``).
 """
 
+# --8<-- [start:code]
 import jax
 
 from mopa.algos import make_config, run_training
@@ -43,3 +44,4 @@ result = play_tournament(
 )
 captures = result.summary("captures")  # {"mean": [2, 2], "ci95": [2, 2, 2], ...}
 print(result.to_markdown("captures"))
+# --8<-- [end:code]

@@ -14,6 +14,7 @@ episode of the second, then plans its first move of the next game. Its network i
 untrained here, so the lookahead scores rewards only (``leaf_weight=0``).
 """
 
+# --8<-- [start:code]
 import dataclasses
 
 import jax
@@ -72,3 +73,4 @@ plan_params = planning.LookaheadParams(params, good_params, model_params)
 obs, state = env.reset(jax.random.key(5), params)  # next game; obs[1]: good team
 carry, reset = initial_player_carry(planner), jnp.ones(2, bool)
 actions, _ = planner.act(plan_params, jax.random.key(6), state, obs[1], carry, reset)
+# --8<-- [end:code]

@@ -10,6 +10,7 @@ from the command line::
     mopa verify runs/fig3
 """
 
+# --8<-- [start:code]
 import json
 import sys
 import tempfile
@@ -36,3 +37,4 @@ with tempfile.TemporaryDirectory() as scratch:
 print(f"{len(report.comparisons)} figures compared, verified: {report.ok}")
 for comparison in report.failures:  # none, on the same machine and commit
     print(comparison.path, comparison.committed, comparison.rerun)
+# --8<-- [end:code]

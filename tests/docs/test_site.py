@@ -121,7 +121,7 @@ def test_the_search_finds_a_known_api_name(browsing):
     visit(tab, base)
     tab.locator(".md-search__input").fill("play_tournament")
     found = tab.locator(".md-search-result__item a")
-    found.first.wait_for(state="attached", timeout=20_000)
+    found.first.wait_for(state="attached", timeout=60_000)  # the index builds first
     links = [found.nth(i).get_attribute("href") for i in range(found.count())]
     assert any("api/mopa.eval/" in link for link in links), links
     assert errors == []
