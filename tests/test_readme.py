@@ -56,8 +56,8 @@ def test_readme_first_example_runs_and_plans_the_best_scored_moves(capsys):
     assert np.all(np.isfinite(scores))
     np.testing.assert_array_equal(actions, np.argmax(scores, -1))
     assert printed.strip().endswith("(3, 5)")
-    # The same planner call again gives the same plan (same key, no hidden state).
-    again = namespace["planner"].plan(
+    # The same call again gives the same plan (same key, no hidden state).
+    again = namespace["decide"](
         namespace["plan_params"],
         jax.random.key(3),
         namespace["state"],

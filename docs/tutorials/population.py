@@ -59,9 +59,10 @@ clones, _ = opponent.fit_population(jax.random.key(2), config, members)
 
 seen = record(1, jax.random.key(3))  # new episodes of member 1; watch the first
 belief = opponent.init_population_belief(num_intents=1, num_members=3)
+observe = jax.jit(opponent.observe_opponent, static_argnums=0)  # one compiled update
 for t in range(25):
     obs_t, actions_t = seen["obs.adversary"][0, t], seen["actions.adversary"][0, t]
-    belief = opponent.observe_opponent(config, clones, belief, obs_t, actions_t)
+    belief = observe(config, clones, belief, obs_t, actions_t)
     if t % 6 == 0:
         print(t, opponent.member_belief(belief), opponent.none_fits_probability(belief))
 
@@ -72,5 +73,6 @@ model_params = planning.PopulationModelParams(clones, opponent.joint_belief(beli
 plan_params = planning.LookaheadParams(params, good_params, model_params)
 obs, state = env.reset(jax.random.key(5), params)  # next game; obs[1]: good team
 carry, reset = initial_player_carry(planner), jnp.ones(2, bool)
-actions, _ = planner.act(plan_params, jax.random.key(6), state, obs[1], carry, reset)
+act = jax.jit(planner.act)  # the planner's whole decision, compiled
+actions, _ = act(plan_params, jax.random.key(6), state, obs[1], carry, reset)
 # --8<-- [end:code]
