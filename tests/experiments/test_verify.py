@@ -147,6 +147,9 @@ def test_verify_passes_on_an_untouched_folder(written, capsys, tmp_path):
     assert record["written_at"] == meta["git_sha"]
     assert record["cpu"] == meta["machine"]["cpu"]  # the same machine here
     assert record["command"] == "mopa experiment pola-fig3 --profile quick"
+    assert record["verified_by"] == (
+        f"mopa verify {written} --scratch {tmp_path / 'rerun'}"
+    )
     assert record["date"][:2] == "20" and record["rerun_wall_s"] > 0
     # --no-record keeps none
     (written / "verify.json").unlink()

@@ -161,7 +161,9 @@ def _print_report(recorded, comparisons, wall_s: float, args) -> int:
     )
     if not args.no_record:
         path = verify_record_path(args.folder)
-        record = verify_record(recorded, comparisons, wall_s, args.git_state)
+        record = verify_record(
+            recorded, comparisons, wall_s, args.git_state, getattr(args, "argv", None)
+        )
         write_json(path, record)
         print(f"recorded in {path}")
     if failures:

@@ -488,6 +488,7 @@ def verify_record(
     comparisons: list[Comparison],
     wall_s: float,
     git: GitState | None = None,
+    argv: list[str] | None = None,
 ) -> dict[str, Any]:
     """What a verification found, as ``mopa verify`` keeps it beside the figures
     it checked (``verify.json`` in a result folder, ``NAME.verify.json`` beside a
@@ -501,11 +502,15 @@ def verify_record(
         wall_s: the rerun's wall time in seconds.
         git: the git state of the source that ran,
             read when the rerun started (``None``: read now).
+        argv: the ``mopa verify`` command line after ``mopa``, kept as
+            ``verified_by``.
 
     Returns:
-        ``{"command", "written_at", "git_sha", "git_dirty", "cpu", "devices",
-        "date", "compared", "matched", "not_compared", "passed",
-        "first_failure", "rerun_wall_s"}``: ``written_at`` is the commit the
+        ``{"command", "verified_by", "written_at", "git_sha", "git_dirty", "cpu",
+        "devices", "date", "compared", "matched", "not_compared", "passed",
+        "first_failure", "rerun_wall_s"}``: ``command`` is the experiment or
+        benchmark the figures record, ``verified_by`` the verification's own
+        command line (``None`` where not given), ``written_at`` is the commit the
         figures were written at, ``git_sha`` / ``git_dirty`` / ``cpu`` /
         ``devices`` the commit and machine of the rerun, ``date`` its end (UTC,
         ISO 8601), ``compared`` the figures compared (timings and the commit
@@ -524,6 +529,7 @@ def verify_record(
     now = datetime.datetime.now(datetime.UTC)
     return {
         "command": recorded.command,
+        "verified_by": None if argv is None else "mopa " + " ".join(argv),
         "written_at": recorded.git_sha,
         "git_sha": None if state is None else state.sha,
         "git_dirty": None if state is None else state.dirty,
