@@ -74,6 +74,9 @@ def test_any_number_changed_in_a_results_json_changes_its_page(copy):
 
 def test_a_verify_record_is_shown_and_its_absence_says_not_verified(copy):
     page = Path("docs/results/lemol.md")
+    committed = copy / "results" / "lemol" / "verify.json"
+    kept = committed.read_bytes() if committed.exists() else None
+    committed.unlink(missing_ok=True)
     assert "`mopa verify results/lemol`: not verified." in docs.render_all(copy)[page]
     record = {
         "command": "mopa experiment lemol --profile default",
@@ -97,7 +100,9 @@ def test_a_verify_record_is_shown_and_its_absence_says_not_verified(copy):
             "2030-01-02" in text
         )
     finally:
-        (copy / "results" / "lemol" / "verify.json").unlink()
+        committed.unlink()
+        if kept is not None:
+            committed.write_bytes(kept)
 
 
 def test_claims_name_folders_on_pages_and_unique_ids():
