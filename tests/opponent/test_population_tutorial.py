@@ -92,7 +92,7 @@ def test_the_plan_is_one_valid_move_per_good_agent_the_best_scored(example):
     planner, actions = ns["planner"], np.asarray(ns["actions"])
     assert actions.shape == (2,) and np.issubdtype(actions.dtype, np.integer)
     assert np.all((actions >= 0) & (actions < 5)), actions
-    plan = planner.plan(
+    plan = jax.jit(planner.plan)(
         ns["plan_params"],
         jax.random.key(6),
         ns["state"],
