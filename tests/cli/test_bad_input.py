@@ -444,6 +444,10 @@ BAD_INPUTS: dict[str, list[tuple[list[str], str]]] = {
         (["--league", "new", "--import", "list.json"], "list.json"),
         (["--league", "league", "--import", "wrong_export.json"], "not a league"),
     ],
+    "docs render": [
+        (["--root", "missing_folder"], "missing_folder has no results/ folder"),
+        (["--root", "folder", "--check"], "folder has no results/ folder"),
+    ],
     "verify": [
         (["missing_folder"], "missing_folder"),
         (["folder"], "folder"),

@@ -18,6 +18,7 @@ from typing import NoReturn
 from mopa.cli import (
     bench,
     cotrain,
+    docs,
     envs,
     experiment,
     league,
@@ -74,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     tournament.add_parser(commands)
     league.add_parser(commands)
     verify.add_parser(commands)
+    docs.add_parser(commands)
     return parser
 
 
