@@ -178,6 +178,11 @@ def run_env(args: argparse.Namespace) -> int:
     check_counts("--batches", args.batches)
     if args.json:
         check_output_file(args.json, "--json")
+    from mopa.envs import make
+    from mopa.eval.evaluate import check_games_fit
+
+    for name in envs:  # the largest batch of each game must fit in memory
+        check_games_fit(*make(name), max(args.batches), "--batches")
     include_jaxmarl = not args.no_jaxmarl
     if include_jaxmarl and importlib.util.find_spec("jaxmarl") is None:
         print("jaxmarl is not installed (pip install 'mopa[dev]'): measuring mopa only")

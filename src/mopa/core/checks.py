@@ -455,6 +455,34 @@ def check_fits_memory(name: str, num_bytes: int, what: str) -> None:
         )
 
 
+def tree_bytes(tree: Any) -> int:
+    """Bytes of every array leaf of ``tree`` (arrays, or the shapes
+    ``jax.eval_shape`` gives: nothing need be allocated to size a run)."""
+    return sum(
+        math.prod(np.shape(leaf)) * leaf.dtype.itemsize for leaf in _array_leaves(tree)
+    )
+
+
+def largest_leaf(tree: Any) -> str:
+    """The path of ``tree``'s largest array leaf (``.buffer.obs``), for an error
+    that says where the bytes go."""
+    import jax
+
+    leaves = jax.tree_util.tree_leaves_with_path(tree)
+    path, _ = max(
+        leaves,
+        key=lambda item: tree_bytes(item[1]),
+        default=((), None),
+    )
+    return jax.tree_util.keystr(path)
+
+
+def _array_leaves(tree: Any) -> list:
+    import jax
+
+    return [leaf for leaf in jax.tree.leaves(tree) if hasattr(leaf, "dtype")]
+
+
 def _gib(num_bytes: float) -> str:
     return f"{num_bytes / 2**30:.3g} GiB"
 

@@ -58,7 +58,12 @@ from mopa.core.devices import dividing_devices
 from mopa.core.program_store import stored_jit
 from mopa.envs.base import Env, episode_sum_keys
 from mopa.errors import InvalidParameterError
-from mopa.eval.evaluate import EpisodeTotals, episode_horizon, play_episode
+from mopa.eval.evaluate import (
+    EpisodeTotals,
+    check_games_fit,
+    episode_horizon,
+    play_episode,
+)
 from mopa.eval.intervals import half_width
 from mopa.players import Player, plays_games_in_turn
 
@@ -566,7 +571,8 @@ def play_tournament(
     Raises:
         InvalidParameterError: not a two-team game, ``num_episodes < 1``, an
             unknown pairing, duplicate names, a player for the wrong team size,
-            or seed counts that do not fit.
+            seed counts that do not fit, or more games than this machine's memory
+            holds at once (:func:`~mopa.eval.evaluate.check_games_fit`).
     """
     if env.num_teams != 2:
         raise InvalidParameterError(
@@ -584,6 +590,12 @@ def play_tournament(
         seeds_b = seeds_b or seeds_a
     pairs = seed_pairs(seeds_a or 1, seeds_b or 1, pairing)
     horizon = episode_horizon(params, horizon)
+    check_games_fit(
+        env,
+        params,
+        len(side_a) * len(side_b) * len(pairs) * num_episodes,
+        "num_episodes",
+    )
 
     keys = jnp.stack(
         [
