@@ -67,6 +67,10 @@ BAD_INPUTS: dict[str, list[tuple[list[str], str]]] = {
     "bench planner": [
         (["--modes", "nope"], "unknown planner mode 'nope'"),
         (["--batch", "0"], "--batch must be >= 1"),
+        (
+            ["--batch", "100000000", "--rollouts", "100"],
+            "--batch x --rollouts is too large: 10,000,000,000 games at once",
+        ),
         (["--rollouts", "x"], "argument --rollouts: invalid int value: 'x'"),
         (["--horizon", HUGE], "--horizon must be <= 2**31 - 1"),
         (["--hidden", "0"], "--hidden must all be >= 1"),
