@@ -18,7 +18,7 @@ import mopa
 import mopa.envs
 from mopa.algos import IQLConfig, MAPPOConfig, make_config, preset, run_training
 from mopa.algos.presets import PRESETS
-from mopa.core import checkpoint
+from mopa.core import checkpoint, numerics
 from mopa.errors import CheckpointError, InvalidParameterError, UnknownNameError
 
 TINY = dict(
@@ -127,6 +127,9 @@ def test_sigkilled_cli_run_resumes_to_identical_metrics(uninterrupted, tmp_path)
         "JAX_PLATFORMS": "cpu",
         "JAX_COMPILATION_CACHE_DIR": str(tmp_path / "cache"),
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        # the numerics this process ran the uninterrupted run in (the command
+        # defaults to portable; a test process is native unless told otherwise)
+        numerics.ENVIRONMENT_VARIABLE: numerics.numerics_mode(),
     }
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
     state = out / checkpoint.STATE_FILE
