@@ -87,6 +87,13 @@ BAD_INPUTS: dict[str, list[tuple[list[str], str]]] = {
         (["--seconds", "inf"], "--seconds must be a finite number >= 0, got inf"),
         (["--json", "folder"], "--json folder is a folder, not a file"),
     ],
+    "bench numerics": [
+        (["--bench", "env --batches 1"], "--bench expects 'train ARGS' or"),
+        (["--bench", "train --json x"], "--bench takes no --json"),
+        (["--repeats", "0"], "--repeats must be >= 1"),
+        (["--repeats", "x"], "argument --repeats: invalid int value: 'x'"),
+        (["--json", "folder"], "--json folder is a folder, not a file"),
+    ],
     "bench ray": [
         (["--workers", "0"], "--workers must be >= 1"),
         (["--players", "0"], "--players must be >= 1"),

@@ -197,3 +197,49 @@ def test_processor_and_commit_are_named_as_meta_json_records_them():
     )
     assert docs.commit_text({"git_sha": "0123456789abc-dirty"}) == "0123456-dirty"
     assert docs.commit_text({}) == "not recorded"
+
+
+def test_every_verification_is_a_row_of_the_folders_table(copy):
+    page = Path("docs/results/lemol.md")
+    committed = copy / "results" / "lemol" / "verify.json"
+    kept = committed.read_bytes() if committed.exists() else None
+    earlier = {
+        "written_at": "7fbd958",
+        "git_sha": "1111111aaaa",
+        "git_dirty": False,
+        "cpu": {"model": "Intel(R) Xeon(R) Processor", "isa": ["avx2"], "l1d_kib": 32},
+        "numerics": "portable",
+        "date": "2030-01-01T00:00:00+00:00",
+        "compared": 10,
+        "matched": 8,
+        "passed": False,
+        "first_failure": "a.b",
+        "failures": ["a.b", "c"],
+    }
+    latest = {
+        **earlier,
+        "git_sha": "2222222bbbb",
+        "cpu": {"model": "AMD EPYC", "isa": ["avx512f"], "l1d_kib": 48},
+        "date": "2030-02-01T00:00:00+00:00",
+        "matched": 10,
+        "passed": True,
+        "first_failure": None,
+        "failures": [],
+        "history": [earlier],
+    }
+    committed.write_text(json.dumps(latest))
+    try:
+        text = docs.render_all(copy)[page]
+        assert "Every verification of these figures:" in text
+        assert (
+            "| **failed** | Intel Xeon Processor, AVX2, L1d 32 KiB | portable | "
+            "2030-01-01 | `1111111` | 8 of 10 | `a.b`, `c` |" in text
+        )
+        assert (
+            "| **passed** | AMD EPYC, AVX-512, L1d 48 KiB | portable | 2030-02-01 | "
+            "`2222222` | 10 of 10 | none |" in text
+        )
+    finally:
+        committed.unlink()
+        if kept is not None:
+            committed.write_bytes(kept)

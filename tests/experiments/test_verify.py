@@ -16,6 +16,7 @@ from mopa.experiments.verify import (
     flatten,
     is_provenance,
     is_timing,
+    with_history,
 )
 
 
@@ -234,3 +235,19 @@ def test_verify_refuses_a_benchmark_without_its_command(tmp_path, capsys):
     assert main(["verify", str(tmp_path / "old.json")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("mopa: error: ") and "records no mopa bench command" in err
+
+
+def test_a_verification_keeps_the_earlier_ones_of_the_same_figures():
+    first = {"command": "mopa experiment x", "written_at": "abc", "passed": False}
+    assert with_history(first, None)["history"] == []
+    assert with_history(first, "not a record")["history"] == []
+    second = with_history({**first, "passed": True}, with_history(first, None))
+    assert second["history"] == [first] and second["passed"] is True
+    third = with_history({**first, "date": "later"}, second)
+    assert third["history"] == [
+        first,
+        {k: v for k, v in second.items() if k != "history"},
+    ]
+    # figures rewritten since (another commit wrote them): the history starts over
+    rewritten = {**first, "written_at": "def"}
+    assert with_history(rewritten, third)["history"] == []

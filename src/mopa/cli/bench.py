@@ -6,7 +6,7 @@ import argparse
 import importlib.util
 from pathlib import Path
 
-from mopa.cli import bench_beliefs, bench_ray, bench_train
+from mopa.cli import bench_beliefs, bench_numerics, bench_ray, bench_train
 from mopa.cli.records import (
     BenchmarkRecord,
     add_record_flags,
@@ -59,6 +59,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     _add_planner_parser(kinds)
     bench_beliefs.add_parser(kinds)
     bench_ray.add_parser(kinds)
+    bench_numerics.add_parser(kinds)
     for kind in kinds.choices.values():  # every benchmark writes its rows to --json
         add_record_flags(kind, lambda args: args.json)
 

@@ -59,8 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--numerics",
         choices=MODES,
-        help="portable (the default): the same digits on every x86-64 processor; "
-        "native: the fastest code for this processor (mopa.core.numerics). Chosen "
+        help="portable (the default): XLA, NumPy and OpenBLAS compute the same "
+        "digits on every x86-64 processor (Eigen's products excepted: "
+        "mopa.core.numerics); native: the fastest code for this processor. Chosen "
         "when mopa starts; also MOPA_NUMERICS",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

@@ -7,6 +7,7 @@ import argparse
 import json
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from mopa.cli.records import add_record_flags, verify_record_path
 from mopa.errors import InvalidParameterError
@@ -142,6 +143,15 @@ def _text(value) -> str:
     return "-" if value is None else json.dumps(value)
 
 
+def _read_record(path) -> Any:
+    """The verification record at ``path``, or ``None`` where there is none or it
+    is not JSON (a broken record is replaced, its history lost with it)."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def _print_report(recorded, comparisons, wall_s: float, args) -> int:
     """Print the figures side by side and the verdict, and keep the record of it
     beside what was checked (unless ``--no-record``); returns the exit code."""
@@ -151,6 +161,7 @@ def _print_report(recorded, comparisons, wall_s: float, args) -> int:
         NOT_COMPARED,
         same_machine_notes,
         verify_record,
+        with_history,
     )
 
     for note in same_machine_notes(recorded):
@@ -185,7 +196,7 @@ def _print_report(recorded, comparisons, wall_s: float, args) -> int:
         record = verify_record(
             recorded, comparisons, wall_s, args.git_state, getattr(args, "argv", None)
         )
-        write_json(path, record)
+        write_json(path, with_history(record, _read_record(path)))
         print(f"recorded in {path}")
     if failures:
         print(f"FAILED: {len(failures)} figures differ, first {failures[0].path}")

@@ -1,9 +1,11 @@
-"""Portable numerics: a run gives the same digits on every x86-64 processor.
+"""Portable numerics: as much of a run as can be made to give the same digits on
+every x86-64 processor, and a record of which mode a run computed in.
 
 JAX on the CPU is deterministic for one program, processor and set of flags, but
 the same program computes other last bits on another processor, and a training run
 carries a last bit into other weights, so other figures. Four things pick their code
-by the processor they run on, each fixed here:
+by the processor they run on; portable mode fixes what can be fixed from outside
+them, and one part remains (see *What is not covered* below):
 
 1. **XLA's compiled loops** use the host's widest vector instructions and, by
    default, approximations of ``exp``, ``tanh`` and the like chosen for the host.
@@ -32,6 +34,22 @@ by the processor they run on, each fixed here:
    on one thread, as OpenMP code (scikit-learn's k-means) is: how they split work
    depends on the number of cores.
 
+What is not covered: **Eigen's products.** The dots XLA hands to Eigen (a
+transposed operand, as in every weight gradient; a matrix-vector product batched
+over seeds; very small dots) run kernels compiled into jaxlib, not code XLA
+generates, so the instruction-set cap does not reach them, and Eigen sizes its
+blocks and chooses its kernel paths from the caches and instruction set it detects
+at run time. ``benchmarks/numerics_probe.py`` shows the effect: on an AMD EPYC
+with AVX-512 and 48 KiB of L1 against an emulated Haswell (32 KiB), some ``a.T @
+b`` products of 256 terms differ in their last bits while others, every
+``[M, K] x [K, N]`` product, every elementwise loop and NumPy's functions match.
+XLA offers no flag that routes those dots elsewhere, and rewriting a transposed
+operand into a canonical one from JAX does not survive XLA's simplifier, which
+folds the transpose back into the dot. So an evaluation or a belief of given
+weights repeats across processors where its products are canonical, while a
+training run repeats only among processors whose Eigen makes the same choices
+(RESULTS.md's table of the reference run records which did).
+
 The ``mopa`` command runs in portable mode unless told ``--numerics native`` (or
 ``MOPA_NUMERICS=native``): it sets all of this up before NumPy or JAX is imported
 (:mod:`mopa.cli.entry`), and every ``meta.json`` names the mode
@@ -51,7 +69,9 @@ import sys
 from typing import Any
 
 MODES = ("portable", "native")
-"""``portable``: the same digits on every x86-64 processor; ``native``: XLA's,
+"""``portable``: XLA's, NumPy's and OpenBLAS's choices fixed to what every
+x86-64 processor computes alike (Eigen's products excepted: see the module's
+docstring); ``native``: XLA's,
 NumPy's and OpenBLAS's own choices for the processor at hand (faster, and what
 every folder written before portable mode existed used)."""
 

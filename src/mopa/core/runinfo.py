@@ -5,6 +5,7 @@ benchmarks/ are written only from a clean tree."""
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import hashlib
 import importlib.metadata
 import platform
@@ -107,7 +108,8 @@ def check_clean_for(path: str | Path, allow_dirty: bool = False) -> None:
 
 def run_metadata(config: dict[str, Any]) -> dict[str, Any]:
     """``{"config", "versions", "git_sha", "git_dirty", "git_diff_sha256",
-    "platform", "machine", "numerics"}`` for a run; ``machine`` holds the CPU
+    "platform", "machine", "numerics", "date"}`` for a run (``date``: when it
+    started, UTC, ISO 8601); ``machine`` holds the CPU
     count, the JAX devices and :func:`cpu_description`, ``numerics`` the mode the
     process computes in (:func:`mopa.core.numerics.numerics_record`). Call it when
     the run starts: the source it records is the source that ran."""
@@ -129,6 +131,7 @@ def run_metadata(config: dict[str, Any]) -> dict[str, Any]:
             "cpu": cpu_description(),
         },
         "numerics": numerics_record(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
 
 

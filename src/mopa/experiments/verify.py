@@ -525,7 +525,7 @@ def verify_record(
     Returns:
         ``{"command", "verified_by", "written_at", "git_sha", "git_dirty", "cpu",
         "devices", "numerics", "date", "compared", "matched", "not_compared",
-        "passed", "first_failure", "rerun_wall_s"}``: ``command`` is the
+        "passed", "first_failure", "failures", "rerun_wall_s"}``: ``command`` is the
         experiment or
         benchmark the figures record, ``verified_by`` the verification's own
         command line (``None`` where not given), ``written_at`` is the commit the
@@ -534,7 +534,8 @@ def verify_record(
         it computed in (the record's own: :mod:`mopa.core.numerics`), ``date``
         its end (UTC, ISO 8601), ``compared`` the figures compared (timings and
         the commit that ran are shown, not compared: ``not_compared``),
-        ``matched`` those that match.
+        ``matched`` those that match, ``failures`` the first
+        :data:`MAX_LISTED_FAILURES` that differ.
     """
     import datetime
 
@@ -562,5 +563,37 @@ def verify_record(
         "not_compared": len(comparisons) - len(compared),
         "passed": not failures,
         "first_failure": failures[0].path if failures else None,
+        "failures": [c.path for c in failures[:MAX_LISTED_FAILURES]],
         "rerun_wall_s": wall_s,
     }
+
+
+MAX_LISTED_FAILURES = 50
+"""How many differing figures a verification record names (``failures``)."""
+
+
+def with_history(record: dict[str, Any], previous: Any) -> dict[str, Any]:
+    """``record`` with ``history``: every earlier verification of the same figures,
+    oldest first, each as its own record was (without its history).
+
+    The history is what shows on which processors a folder was checked (the
+    reference's table in RESULTS.md): ``previous`` is the ``verify.json`` that
+    ``record`` replaces, kept when it verified the same commit's figures
+    (``written_at``), dropped when the folder was rewritten since.
+
+    Args:
+        record: the new verification (:func:`verify_record`).
+        previous: the record it replaces (``None``, or anything not a record, when
+            there was none).
+    """
+    history: list[Any] = []
+    same = (
+        isinstance(previous, dict)
+        and previous.get("written_at") == record.get("written_at")
+        and previous.get("command") == record.get("command")
+    )
+    if same:
+        earlier = previous.get("history")
+        history = [*(earlier if isinstance(earlier, list) else [])]
+        history.append({k: v for k, v in previous.items() if k != "history"})
+    return {**record, "history": history}

@@ -465,6 +465,54 @@ def verify_text(record: Any) -> str:
     )
 
 
+def verifications(record: Record) -> list[dict[str, Any]]:
+    """Every ``mopa verify`` of the folder's figures kept in its ``verify.json``,
+    oldest first (its ``history`` and then the record itself)."""
+    if not isinstance(record.verify, dict):
+        return []
+    history = record.verify.get("history")
+    earlier = [h for h in history if isinstance(h, dict)] if history else []
+    return [*earlier, record.verify]
+
+
+def _with_cache(cpu: Any) -> str:
+    text = processor_text(cpu)
+    l1d = cpu.get("l1d_kib") if isinstance(cpu, dict) else None
+    return text if l1d is None else f"{text}, L1d {l1d} KiB"
+
+
+def verification_table(record: Record) -> list[str]:
+    """The processors a folder's figures were computed on, as Markdown table
+    lines: the run that wrote them, then each verification (:func:`verifications`)
+    with its date, numerics, commit, figures matched and those that differ."""
+    meta = record.meta if isinstance(record.meta, dict) else {}
+    written_in = meta.get("numerics", {}).get("mode", "native")
+    lines = [
+        "| | processor | numerics | date | commit | figures matched | differing |",
+        "|---|---|---|---|---|---|---|",
+        f"| wrote | {_with_cache(_cpu(meta))} | {written_in} | "
+        f"{str(meta.get('date', ''))[:10] or '-'} | `{commit_text(meta)}` | - | - |",
+    ]
+    for check in verifications(record):
+        failures = check.get("failures") or (
+            [check["first_failure"]] if check.get("first_failure") else []
+        )
+        differing = ", ".join(f"`{f}`" for f in failures[:6]) or "none"
+        if len(failures) > 6:
+            differing += f" and {len(failures) - 6} more"
+        verdict = "**passed**" if check.get("passed") else "**failed**"
+        sha = commit_text(
+            {"git_sha": check.get("git_sha"), "git_dirty": check.get("git_dirty")}
+        )
+        lines.append(
+            f"| {verdict} | {_with_cache(check.get('cpu'))} | "
+            f"{check.get('numerics', 'native')} | {str(check.get('date', ''))[:10]} | "
+            f"`{sha}` | {check.get('matched')} of {check.get('compared')} | "
+            f"{differing} |"
+        )
+    return lines
+
+
 def flatten(tree: Any) -> dict[str, Any]:
     """Every leaf of a JSON tree by its dotted path
     (:func:`mopa.experiments.verify.flatten`, which ``mopa verify`` compares)."""
@@ -688,7 +736,37 @@ def _provenance(record: Record) -> list[str]:
         "page).",
         "",
     ]
+    if record.name == REFERENCE or len(verifications(record)) > 1:
+        lines += ["Every verification of these figures:", ""]
+        lines += [*verification_table(record), ""]
     return lines
+
+
+REFERENCE = "reference"
+"""The result folder rerun on every processor (:mod:`mopa.experiments.reference`):
+not an experiment with claims, but the check of each processor the results were
+computed or verified on (its page, and a table in RESULTS.md)."""
+
+REFERENCE_PAGE = Page(
+    REFERENCE,
+    "Portable numerics: the reference run on each processor",
+    (Folder(REFERENCE, "Training, evaluation and belief, each with a digest"),),
+)
+
+
+def processors_text(record: Record) -> str:
+    """RESULTS.md's table of the processors the reference run was computed and
+    verified on (:func:`verification_table`), with the command that adds a row."""
+    return "\n".join(
+        [
+            "**The reference run on each processor** (`results/reference`: a "
+            "training run, an evaluation and a belief, each with a digest of its "
+            "figures; a row is added by `mopa verify results/reference`, see "
+            f"[its page]({RESULTS_PAGES.as_posix()}/{REFERENCE}.md)):",
+            "",
+            *verification_table(record),
+        ]
+    )
 
 
 def render_summary(
@@ -737,6 +815,16 @@ def render_all(root: str | Path = ".") -> dict[Path, str]:
         files[RESULTS_PAGES / f"{page.slug}.md"] = render_page(
             page, on_page, CLAIMS, narrative_path.read_text()
         )
+    summary = render_summary(PAGES, records, CLAIMS)
+    if (root / "results" / REFERENCE).is_dir():
+        reference = read_folder(root, REFERENCE)
+        narrative_path = root / NARRATIVE / f"{REFERENCE}.md"
+        if not narrative_path.exists():
+            raise InvalidParameterError(f"{narrative_path} is missing")
+        files[RESULTS_PAGES / f"{REFERENCE}.md"] = render_page(
+            REFERENCE_PAGE, {REFERENCE: reference}, (), narrative_path.read_text()
+        )
+        summary += "\n\n" + processors_text(reference)
     files[RESULTS_PAGES / "index.md"] = "\n".join(
         [
             "<!-- Written by `mopa docs render` from results/: edit "
@@ -754,9 +842,7 @@ def render_all(root: str | Path = ".") -> dict[Path, str]:
             "",
         ]
     )
-    files[SUMMARY_FILE] = _replace_summary(
-        (root / SUMMARY_FILE).read_text(), render_summary(PAGES, records, CLAIMS)
-    )
+    files[SUMMARY_FILE] = _replace_summary((root / SUMMARY_FILE).read_text(), summary)
     return files
 
 
