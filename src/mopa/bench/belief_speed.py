@@ -43,7 +43,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from mopa.cli.bench_beliefs import BELIEFS, ENCODERS
+from mopa.bench import BELIEFS, ENCODERS
 
 EPISODE_STEPS = 25
 """Steps of the timed scan (one ``tag_intent`` episode)."""

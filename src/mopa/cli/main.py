@@ -65,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     lemol.add_parser(commands)
     tournament.add_parser(commands)
     league.add_parser(commands)
-    verify.add_parser(commands)
+    verify.add_parser(commands, build_parser)
     return parser
 
 

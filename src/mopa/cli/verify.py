@@ -6,12 +6,18 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from mopa.errors import InvalidParameterError
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parser(
+    commands: argparse._SubParsersAction,
+    build_parser: Callable[[], argparse.ArgumentParser],
+) -> None:
+    """Register ``mopa verify``; ``build_parser`` builds the whole command line's
+    parser (a benchmark's recorded command is parsed with it)."""
     parser = commands.add_parser(
         "verify",
         help="rerun a result folder's experiment or a benchmark and compare every "
@@ -38,7 +44,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="print only the numbers that do not match",
     )
-    parser.set_defaults(check=check, run=run)
+    parser.set_defaults(check=check, run=run, build_parser=build_parser)
 
 
 def check(args: argparse.Namespace) -> None:
@@ -77,11 +83,10 @@ def _verify_experiment(args: argparse.Namespace) -> int:
 def _verify_benchmark(args: argparse.Namespace) -> int:
     import time
 
-    from mopa.cli.main import build_parser
     from mopa.experiments.verify import compare_benchmark, recorded_benchmark
 
     recorded = recorded_benchmark(args.folder)
-    rerun_args = build_parser().parse_args(recorded.argv)
+    rerun_args = args.build_parser().parse_args(recorded.argv)
     print(f"verify {args.folder}: {recorded.command} (written at {recorded.git_sha})")
     with tempfile.TemporaryDirectory(prefix="mopa-verify-") as temporary:
         scratch = Path(temporary) if args.scratch is None else args.scratch

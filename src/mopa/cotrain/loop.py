@@ -73,7 +73,6 @@ from mopa.algos.mappo.train import actor_spec
 from mopa.core.checkpoint import (
     FORMAT_VERSION,
     read_msgpack,
-    read_policy_file,
     write_msgpack,
     write_policy_checkpoint,
 )
@@ -107,7 +106,7 @@ from mopa.planning import (
 )
 from mopa.planning.observed_belief import ObservedBeliefPlanner
 from mopa.players import PolicyPlayer
-from mopa.policy import PolicySpec, agent_inputs, fit_actor
+from mopa.policy import PolicySpec, agent_inputs, fit_actor, read_policy_file
 
 if TYPE_CHECKING:  # the experiments package registers mopa cotrain, which imports us
     from mopa.experiments.stages import Stages

@@ -901,26 +901,3 @@ def build_battalion(
     params = env.default_params
     env.validate_params(params)
     return env, params
-
-
-def make_battalion(name: str, **overrides: Any) -> tuple[BattalionEnv, BattalionParams]:
-    """Build the registered two-team battalion game ``name`` with ``overrides``.
-
-    Overrides may name :class:`BattalionEnv` structure fields (``num_blue``,
-    ``num_red``, ``local_obs``, ``terrain_size``, ``num_hills``, ``num_forests``,
-    ``los_samples``) or :class:`BattalionParams` fields, and ``discrete`` (both
-    teams play the 18 discrete actions of
-    :class:`~mopa.envs.battalion_wrappers.DiscreteActions`; default False).
-
-    Returns:
-        ``(env, params)``; ``env.default_params`` equals ``params``.
-    """
-    discrete = overrides.pop("discrete", False)
-    if not isinstance(discrete, bool):
-        raise InvalidParameterError(f"{name}: discrete must be bool, got {discrete!r}")
-    env, params = build_battalion(name, name, overrides)
-    if discrete:
-        from mopa.envs.battalion_wrappers import DiscreteActions  # imports us
-
-        return DiscreteActions(env), params
-    return env, params

@@ -1,6 +1,6 @@
-"""Single-team views of the battalion games: a scripted Red embedded in the game
-(``battalion_vs_red``, ``multi_battalion_vs_red``) and discrete actions for the
-Q-learning algorithms.
+"""Views of the battalion games and their makers: discrete actions for the
+Q-learning algorithms (``discrete=True``, :func:`make_battalion`) and a scripted
+Red embedded in the game (``battalion_vs_red``, ``multi_battalion_vs_red``).
 
 Design: the battalion games keep both teams playable (self-play, league play),
 and a scripted opponent is a pure function of the state
@@ -348,6 +348,27 @@ class TerrainFeatures(Wrapper):
 
     def observe(self, state: BattalionState, params: BattalionParams) -> TeamArrays:
         return self._features(self.env.observe(state, params), state, params)
+
+
+def make_battalion(name: str, **overrides: Any) -> tuple[BattalionEnv, BattalionParams]:
+    """Build the registered two-team battalion game ``name`` with ``overrides``.
+
+    Overrides may name :class:`BattalionEnv` structure fields (``num_blue``,
+    ``num_red``, ``local_obs``, ``terrain_size``, ``num_hills``, ``num_forests``,
+    ``los_samples``) or :class:`BattalionParams` fields, and ``discrete`` (both
+    teams play the 18 discrete actions of
+    :class:`DiscreteActions`; default False).
+
+    Returns:
+        ``(env, params)``; ``env.default_params`` equals ``params``.
+    """
+    discrete = overrides.pop("discrete", False)
+    if not isinstance(discrete, bool):
+        raise InvalidParameterError(f"{name}: discrete must be bool, got {discrete!r}")
+    env, params = build_battalion(name, name, overrides)
+    if discrete:
+        return DiscreteActions(env), params
+    return env, params
 
 
 SCRIPTED_VARIANTS = {

@@ -40,11 +40,12 @@ import numpy as np
 
 from mopa.algos.driver import run_training
 from mopa.algos.presets import check_recipe, recipe_preset
-from mopa.core.checkpoint import POLICY_FILE, read_policy_file
+from mopa.core.checkpoint import POLICY_FILE
 from mopa.core.checks import check_fields
 from mopa.errors import InvalidParameterError
 from mopa.eval.tournament import broadcast_seeds
 from mopa.experiments.registry import recipe_field, register_experiment
+from mopa.policy import read_policy_file
 
 PREDATOR_VARIANTS = ("iql_greedy", "oa_greedy", "oa_plan", "oa_plan_joint")
 PREY_VARIANTS = ("iql_greedy", "oa_greedy", "oa_plan")

@@ -88,7 +88,7 @@ import numpy as np
 
 from mopa.algos.driver import Progress, run_training
 from mopa.algos.presets import check_recipe, recipe_preset
-from mopa.core.checkpoint import read_msgpack, read_policy_file, write_msgpack
+from mopa.core.checkpoint import read_msgpack, write_msgpack
 from mopa.core.checks import check_discount, check_fields, check_fraction
 from mopa.core.files import write_json
 from mopa.core.runinfo import run_metadata
@@ -148,7 +148,7 @@ from mopa.planning import (
     simulator_steps_per_decision,
 )
 from mopa.players import PolicyPlayer, act_all, initial_player_carry
-from mopa.policy import PolicySpec
+from mopa.policy import PolicySpec, read_policy_file
 from mopa.worldmodel import (
     JEPAWorldConfig,
     LearnedDynamicsEnv,

@@ -19,7 +19,6 @@ import numpy as np
 from mopa.algos.config import TrainConfig
 from mopa.algos.driver import run_training
 from mopa.algos.presets import recipe_preset
-from mopa.core.checkpoint import read_policy_file
 from mopa.envs import make
 from mopa.errors import InvalidParameterError
 from mopa.experiments.stages import Stages
@@ -28,6 +27,7 @@ from mopa.opponent.encoders import VAEConfig, make_train, vae_encode
 from mopa.opponent.metrics import cluster_scores, probe_accuracy_split
 from mopa.opponent.representations import occupancy
 from mopa.players import PolicyPlayer
+from mopa.policy import read_policy_file
 
 RUN_FOLDER = "run"
 """Sub-folder of a training stage that holds the ``mopa train`` run."""

@@ -29,13 +29,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mopa.core import checkpoint
 from mopa.envs import make
 from mopa.envs.battalion_wrappers import SCRIPTED_VARIANTS, DiscreteActions
 from mopa.envs.scripted_red import LADDER, RED_TYPE_INDEX, RED_TYPES
 from mopa.errors import InvalidParameterError, MissingPathError
 from mopa.league.arena import Arena, ArenaParams, stack_opponents
-from mopa.policy import PolicySpec, make_act_fn
+from mopa.policy import PolicySpec, make_act_fn, read_policy_file
 
 SCRIPTED_NAMES = {f"scripted_l{k}": f"L{k}" for k in range(1, 6)}
 """Seed 001's scripted opponent names and the Red types they play."""
@@ -123,7 +122,7 @@ def load_league_policy(
     path = Path(source)
     if not path.exists():
         raise MissingPathError(f"no checkpoint at {path}")
-    policy_file = checkpoint.read_policy_file(path)
+    policy_file = read_policy_file(path)
     name = team if team is not None else next(iter(policy_file.teams))
     if name not in policy_file.teams:
         raise InvalidParameterError(
@@ -217,7 +216,7 @@ def _random_matchup(policy: LeaguePolicy, overrides: dict[str, Any]):
 def _opponent_policy(opponent, other_team: str, policy: LeaguePolicy) -> LeaguePolicy:
     if isinstance(opponent, LeaguePolicy):
         return opponent
-    policy_file = checkpoint.read_policy_file(opponent)
+    policy_file = read_policy_file(opponent)
     if other_team in policy_file.teams:
         return load_league_policy(opponent, other_team)
     if _is_battalion(policy.env) and "blue" in policy_file.teams:
