@@ -37,24 +37,6 @@ def stage_result(folder, stage):
     return json.loads((folder / "stages" / stage / "stage.json").read_text())
 
 
-def test_wilson_interval_hand_values():
-    # 5/10: centre 0.5; half = 1.96 sqrt(0.025 + 1.96^2 / 400) / (1 + 1.96^2 / 10)
-    #     = 1.96 * 0.18601 / 1.38415 = 0.26340
-    low, high = wargame.wilson_interval(5, 10)
-    assert low == pytest.approx(0.23659, abs=1e-4)
-    assert high == pytest.approx(0.76341, abs=1e-4)
-    # 0/10: centre = (1.96^2 / 20) / 1.38415 = 0.13877 = half -> [0, 0.27755]
-    low, high = wargame.wilson_interval(0, 10)
-    assert low == 0.0
-    assert high == pytest.approx(0.27755, abs=1e-4)
-    # Newcombe (1998), method 10, example 56/70 - 48/80: 0.2 [0.0524, 0.3339]
-    drop = wargame.difference_interval(56, 70, 48, 80)
-    assert drop["diff"] == pytest.approx(0.2)
-    np.testing.assert_allclose(drop["ci95"], [0.0524, 0.3339], atol=1e-4)
-    with pytest.raises(InvalidParameterError):
-        wargame.wilson_interval(3, 2)
-
-
 def test_quick_profiles_write_their_files(runs):
     for name in NAMES:
         folder, results = runs[name]

@@ -29,16 +29,12 @@ from mopa.experiments.wargame_intent import (
     classifier_input,
     classifier_logits_fn,
     family_index,
-    paired_difference,
     plan_verdict,
     prefix_examples,
     probe_family,
-    sharpness_ranges,
-    soft_belief_game,
     training_segments,
     verdict,
     wargame,
-    wilson_interval,
 )
 from mopa.opponent.beliefs import init_prefix_belief, update_prefix_belief
 from mopa.opponent.encoders import init_params as init_classifier
@@ -143,36 +139,6 @@ def test_quick_results_schema_and_counts(quick_run):
     assert len(planning["belief"]["accuracy_by_step"]) == QUICK.belief_rows
 
 
-def test_soft_belief_game_observation_layout():
-    env, params = wargame()
-    game, game_params = soft_belief_game(0.3, 0.3)
-    reset, step = jax.jit(game.reset), jax.jit(game.step)
-    obs, state = reset(jax.random.key(4), game_params)
-    (inner,) = env.observe(state.game, params)
-    label = int(family_index(state.game.red_type))
-    expected = 0.3 * np.eye(NUM_TYPES)[label] + 0.7 / NUM_TYPES
-    assert obs[0].shape == (1, 17 + NUM_TYPES)
-    assert game.observation_space(0).shape == (17 + NUM_TYPES,)
-    np.testing.assert_allclose(obs[0][0, :17], inner[0], atol=1e-6)
-    np.testing.assert_allclose(obs[0][0, 17:], expected, atol=1e-6)
-    # The belief is kept for the episode; the critic reads the true type.
-    obs, state, *_ = step(jax.random.key(5), state, (jnp.zeros(1, int),), game_params)
-    np.testing.assert_allclose(obs[0][0, 17:], expected, atol=1e-6)
-    np.testing.assert_array_equal(
-        game.global_state(state, game_params)[-NUM_TYPES:], np.eye(NUM_TYPES)[label]
-    )
-    # The blind Blue's belief slot is the flat 1/K, whatever the type.
-    low, high = sharpness_ranges(QUICK)["blind"]
-    blind_params = game_params.replace(
-        alpha_low=jnp.asarray(low, jnp.float32), alpha_high=jnp.asarray(high)
-    )
-    for seed in range(3):
-        obs, state = reset(jax.random.key(seed), blind_params)
-        np.testing.assert_allclose(obs[0][0, 17:], 1.0 / NUM_TYPES, atol=1e-7)
-    with pytest.raises(InvalidParameterError, match="alpha_low/high"):
-        game.validate_params(game_params.replace(alpha_low=jnp.asarray(0.9)))
-
-
 def test_online_belief_reads_observations_never_the_type():
     env, params = wargame()
     _, state = env.reset(jax.random.key(7), params)
@@ -243,23 +209,6 @@ def test_choose_plan_by_hand():
     assert int(choose_plan(table, jnp.asarray([0.0, 1.0, 0.0]))) == 1
     # 0.3 x 0.9 + 0.7 x 0.1 = 0.34 against 0.4, plan 1.
     assert int(choose_plan(table, jnp.asarray([0.3, 0.7, 0.0]))) == 1
-
-
-def test_wilson_interval_and_paired_difference_by_hand():
-    # 5 of 10, z = 1.959964 (the 97.5% normal quantile): centre 0.5; half-width
-    # z sqrt(0.025 + z^2 / 400) / (1 + z^2 / 10) = z x 0.1860206 / 1.3841459
-    # = 0.263407.
-    np.testing.assert_allclose(wilson_interval(5, 10), [0.236593, 0.763407], atol=1e-6)
-    lo, hi = wilson_interval(0, 20)
-    assert lo == 0.0 and 0.0 < hi < 0.2
-    with pytest.raises(InvalidParameterError):
-        wilson_interval(0, 0)
-    first = np.array([[1, 1, 0, -1]])
-    second = np.array([[1, 0, 0, 1]])
-    diff = paired_difference(first, second)  # wins 1,1,0,0 vs 1,0,0,1: 0,1,0,-1
-    assert diff["mean"] == 0.0 and diff["n_pairs"] == 4
-    half = 1.96 * np.std([0, 1, 0, -1], ddof=1) / 2
-    np.testing.assert_allclose(diff["ci95"], [-half, half])
 
 
 def test_config_names_the_bad_field():

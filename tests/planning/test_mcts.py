@@ -15,15 +15,13 @@ from mopa.envs.pursuit import PREDATOR, PREY
 from mopa.errors import InvalidParameterError
 from mopa.eval.evaluate import play_episodes
 from mopa.experiments.intent import intent_game
-from mopa.experiments.intent_players import (
-    FEEDS,
-    IntentPredator,
-    IntentPredatorParams,
-)
 from mopa.planning import (
+    FEEDS,
     FunctionOpponentModel,
     IntentConditionedModel,
     IntentModelParams,
+    IntentPredator,
+    IntentPredatorParams,
     LookaheadConfig,
     LookaheadParams,
     LookaheadPlayer,

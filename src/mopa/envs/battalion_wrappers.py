@@ -171,6 +171,39 @@ class ScriptedRed(Wrapper):
     def observe(self, state: BattalionState, params: BattalionParams) -> TeamArrays:
         return (self.env.observe(state, params)[BLUE],)
 
+    # -- Red's strategy, as a Blue that models it reads it
+    # (mopa.envs.base.IntentGame) ---------------------------------------------
+    belief_team = BLUE
+    """Blue may keep a belief over Red's type (Red is no team of this game)."""
+    observes_belief = False
+    """Blue's observation holds no belief (:class:`~mopa.opponent.
+    soft_belief_game.SoftBeliefGame` adds one)."""
+
+    @property
+    def num_intents(self) -> int:
+        """``K``: the Red types this game draws among."""
+        return len(self.red_types)
+
+    def true_intent(self, state: BattalionState) -> jax.Array:
+        """``[]`` int32: the index of this episode's Red type in ``red_types``."""
+        index = np.full(len(RED_TYPES), -1, np.int32)
+        for i, name in enumerate(self.red_types):
+            index[RED_TYPE_INDEX[name]] = i
+        return jnp.asarray(index)[state.red_type]
+
+    def opponent_position(
+        self, state: BattalionState, params: BattalionParams
+    ) -> jax.Array:
+        """``[2]`` the first Red unit's position on the map, scaled to ``[-1,
+        1]``."""
+        red = self.env.num_blue
+        return jnp.stack(
+            [
+                2.0 * state.x[red] / params.map_width - 1.0,
+                2.0 * state.y[red] / params.map_height - 1.0,
+            ]
+        )
+
     def __hash__(self) -> int:
         return hash((type(self), self.env, self.red_types))
 

@@ -16,7 +16,7 @@ Stages (each reused when re-run with the same config, see
    against the corner nearest each held-out trajectory's arrival, so no intent
    label is used), both reading the occupancy of the prey's prefix of lead
    positions (where its latest move takes it,
-   :func:`~mopa.experiments.intent_players.lead_position`) and its last
+   :func:`~mopa.envs.pursuit.lead_position`) and its last
    ``encoder_recent`` of them; and one behaviour clone ``pi(a | s, z)`` per seed
    (the prey model of ``bc_belief_planner``).
 3. ``calibration``: accuracy and expected calibration error by step, and the
@@ -93,17 +93,17 @@ from mopa.core.checks import check_discount, check_fields, check_fraction
 from mopa.core.files import write_json
 from mopa.core.runinfo import run_metadata
 from mopa.envs import make
-from mopa.envs.pursuit import INTENT_CORNERS, NUM_ACTIONS, PREDATOR, PREY
+from mopa.envs.pursuit import INTENT_CORNERS, NUM_ACTIONS, PREY
 from mopa.errors import InvalidParameterError
-from mopa.eval.intervals import mean_interval
-from mopa.eval.tournament import TournamentEntry, broadcast_seeds, play_tournament
-from mopa.experiments.intent_players import (
-    IntentPredator,
-    PreyModel,
-    classifier_logits_fn,
-    intent_predator_params,
-    jepa_logits_fn,
+from mopa.eval.evaluate import record_episode
+from mopa.eval.protocol import (
+    opponent_means,
+    play_pool,
+    play_rows,
+    pooled_table,
+    row_stats,
 )
+from mopa.eval.tournament import TournamentEntry, broadcast_seeds
 from mopa.experiments.registry import (
     profile_name,
     recipe_field,
@@ -140,14 +140,17 @@ from mopa.opponent.encoders import (
 )
 from mopa.planning import (
     IntentConditionedModel,
-    LookaheadConfig,
+    IntentPredator,
     LookaheadPlayer,
-    MCTSConfig,
     MCTSPlayer,
     PolicyOpponentModel,
-    simulator_steps_per_decision,
+    PreyModel,
+    classifier_logits_fn,
+    intent_predator_params,
+    jepa_logits_fn,
 )
-from mopa.players import PolicyPlayer, act_all, initial_player_carry
+from mopa.planning.pursuit_planners import pursuit_lookahead, pursuit_tree_search
+from mopa.players import PolicyPlayer
 from mopa.policy import PolicySpec, read_policy_file
 from mopa.worldmodel import (
     JEPAWorldConfig,
@@ -892,38 +895,15 @@ def _nan_to_none(values) -> list:
 
 
 # -- evaluation --------------------------------------------------------------------
-def _captures_reward(state, rewards, info) -> jax.Array:
-    """The planner's per-step reward: captures (predator-prey overlaps)."""
-    del state, rewards
-    return jnp.asarray(info["captures"], jnp.float32)
-
-
-def _prey_distance_leaf(params, state, obs) -> jax.Array:
-    """Minus the imagined prey's distance to the nearest predator."""
-    del params, obs
-    P = state.pos.shape[0] - 1
-    gap = state.pos[:P] - state.pos[P]
-    return -jnp.min(jnp.sqrt(jnp.sum(gap * gap, -1)))
-
-
 def lookahead_planner(
     config, env, own_spec, opponent_spec, clone=False
 ) -> LookaheadPlayer:
-    """The joint lookahead of the planner conditions (an :class:`IntentConfig`'s
-    rollouts, horizon, discount and leaf weight; the predators' ``own_spec`` after
-    the root; captures as the reward, minus the imagined prey's distance to the
-    nearest predator at the leaf), with the prey ``opponent_spec`` under an intent
-    drawn from the belief per rollout; ``clone``: the rollout prey is the
-    behaviour clone (sampled at ``clone_temperature``)."""
-    K = env.num_intents
-    lookahead = LookaheadConfig(
-        num_rollouts=config.planner_rollouts,
-        horizon=config.planner_horizon,
-        gamma=config.planner_gamma,
-        mode="joint",
-        leaf_weight=config.distance_weight
-        / config.planner_gamma**config.planner_horizon,
-    )
+    """The joint lookahead of the planner conditions
+    (:func:`~mopa.planning.pursuit_planners.pursuit_lookahead` at an
+    :class:`IntentConfig`'s rollouts, horizon, discount and leaf weight), with the
+    prey ``opponent_spec`` under an intent drawn from the belief per rollout;
+    ``clone``: the rollout prey is the behaviour clone (sampled at
+    ``clone_temperature``)."""
     if clone and config.clone_temperature > 0:
         prey = PolicyOpponentModel(
             opponent_spec, team=PREY, temperature=config.clone_temperature
@@ -932,39 +912,22 @@ def lookahead_planner(
         prey = PolicyOpponentModel(
             opponent_spec, team=PREY, greedy=config.greedy_prey_model
         )
-    return LookaheadPlayer(
-        env=env,
-        team=PREDATOR,
-        config=lookahead,
-        opponent_model=IntentConditionedModel(prey, K),
-        own_spec=own_spec,
-        reward_fn=_captures_reward,
-        leaf_fn=_prey_distance_leaf,
+    return pursuit_lookahead(
+        env,
+        own_spec,
+        IntentConditionedModel(prey, env.num_intents),
+        num_rollouts=config.planner_rollouts,
+        horizon=config.planner_horizon,
+        gamma=config.planner_gamma,
+        distance_weight=config.distance_weight,
     )
 
 
 def tree_search_planner(config, env, own_spec, opponent_spec) -> MCTSPlayer:
-    """The tree search of ``mcts_planner``: Gumbel MuZero over the same joint
-    actions, at the lookahead's simulator budget (steps per decision), with one
-    particle per rollout and the same leaf term."""
+    """The tree search of ``mcts_planner`` at the lookahead's simulator budget
+    (:func:`~mopa.planning.pursuit_planners.pursuit_tree_search`)."""
     lookahead = lookahead_planner(config, env, own_spec, opponent_spec)
-    search = MCTSConfig.for_budget(
-        simulator_steps_per_decision(lookahead),
-        num_particles=config.mcts_particles,
-        leaf_horizon=config.planner_horizon - 1,  # one tree step, then the rollout
-        gamma=config.planner_gamma,
-        leaf_weight=lookahead.config.leaf_weight,
-        gumbel_scale=0.0,
-    )
-    return MCTSPlayer(
-        env=env,
-        team=PREDATOR,
-        config=search,
-        opponent_model=lookahead.opponent_model,
-        own_spec=own_spec,
-        reward_fn=_captures_reward,
-        leaf_fn=_prey_distance_leaf,
-    )
+    return pursuit_tree_search(lookahead, config.mcts_particles)
 
 
 BELIEF_SOURCES = ("bayes", "classifier", "jepa", "flat")
@@ -1054,6 +1017,7 @@ def build_entries(
             policy_params,
             source=BELIEF_SOURCES.index(source),
             feed=feed,
+            num_intents=K,
             bayes_params=prey_params,
             planner_opponent=planner_opponent,
             classifier=(c_params, encoders["classifier_temperature"]),
@@ -1151,21 +1115,13 @@ def build_entries(
     }
 
 
-def condition_stats(values: np.ndarray, num_seeds: int) -> dict:
-    """``{"mean", "ci95", "n_episodes", "n_seeds"}`` of the captures ``values`` (any
-    shape, every entry an episode): the normal 95% interval over episodes."""
-    return {
-        **mean_interval(values),
-        "n_episodes": int(np.size(values)),
-        "n_seeds": int(num_seeds),
-    }
-
-
 def _eval_paired(config, teams, encoder_folder, wm_folder, folder, progress) -> dict:
+    """Each condition against the prey co-trained with its predators (seed
+    ``s`` against seed ``s``)."""
     env, params = intent_game()
     entries = build_entries(config, teams, encoder_folder, wm_folder)
     S = jax.tree.leaves(teams["oracle"]["prey"][1])[0].shape[0]
-    conditions, seed_means = {}, {}
+    captures = {}
     for prey_condition in TRAIN_CONDITIONS:
         rows = [
             entries["predators"][name]
@@ -1175,20 +1131,19 @@ def _eval_paired(config, teams, encoder_folder, wm_folder, folder, progress) -> 
         progress(
             f"[eval_paired] {', '.join(r.name for r in rows)} vs prey_{prey_condition}"
         )
-        result = play_tournament(
-            env,
-            params,
-            rows,
-            [entries["prey"][prey_condition]],
-            jax.random.fold_in(jax.random.key(config.seed), 7),
-            num_episodes=config.eval_episodes,
-            pairing="paired",
+        captures.update(
+            play_rows(
+                env,
+                params,
+                rows,
+                entries["prey"][prey_condition],
+                jax.random.fold_in(jax.random.key(config.seed), 7),
+                num_episodes=config.eval_episodes,
+                pairing="paired",
+            )
         )
-        captures = result.metric("captures")  # [R, 1, S, N]
-        for r, name in enumerate(result.row_names):
-            conditions[name] = condition_stats(captures[r], S)
-            seed_means[name] = captures[r, 0].mean(-1).tolist()
-    ordered = {name: conditions[name] for name in CONDITIONS}
+    ordered = {name: row_stats(captures[name], S) for name in CONDITIONS}
+    seed_means = {name: values.mean(-1).tolist() for name, values in captures.items()}
     write_json(
         folder / "paired.json", {"conditions": ordered, "seed_means": seed_means}
     )
@@ -1203,64 +1158,28 @@ def common_episodes(config: IntentConfig, num_seeds: int) -> int:
 
 
 def _eval_common(config, teams, encoder_folder, wm_folder, folder, progress) -> dict:
+    """Every condition against the prey of every training condition."""
     env, params = intent_game()
     entries = build_entries(config, teams, encoder_folder, wm_folder)
     S = jax.tree.leaves(teams["oracle"]["prey"][1])[0].shape[0]
     progress(f"[eval_common] {len(CONDITIONS)} conditions vs the pool of prey")
-    result = play_tournament(
+    prey = [f"prey_{c}" for c in TRAIN_CONDITIONS]
+    captures = play_pool(
         env,
         params,
         [entries["predators"][name] for name in CONDITIONS],
         [entries["prey"][c] for c in TRAIN_CONDITIONS],
         jax.random.fold_in(jax.random.key(config.seed), 11),
         num_episodes=common_episodes(config, S),
-        pairing="all",
     )
-    captures = result.metric("captures")  # [R, C, S*S, N]
-    conditions = {
-        name: condition_stats(captures[r], S) for r, name in enumerate(result.row_names)
-    }
-    per_prey = {
-        name: {
-            prey: float(captures[r, c].mean())
-            for c, prey in enumerate(result.column_names)
-        }
-        for r, name in enumerate(result.row_names)
-    }
+    conditions = pooled_table(captures, prey, CONDITIONS, S)
+    means = opponent_means(captures)
+    per_prey = {name: {p: means[p][name] for p in prey} for name in CONDITIONS}
     write_json(folder / "common.json", {"conditions": conditions, "per_prey": per_prey})
     return {"conditions": conditions, "per_prey": per_prey}
 
 
 # -- the GIF -----------------------------------------------------------------------
-def record_episode(env, params, players, player_params, key, horizon: int):
-    """One episode's states ``[T]`` (the state each action was taken in) and the
-    first team's carry ``[T, A, H]`` after acting in it (it holds the belief the
-    action used)."""
-
-    @jax.jit
-    def play(player_params, key):
-        key_reset, key_run = jax.random.split(key)
-        obs, state = env.reset(key_reset, params)
-        carries = tuple(initial_player_carry(p) for p in players)
-
-        def step(carry, key):
-            obs, state, carries, first = carry
-            key_env, actions, carries = act_all(
-                players, player_params, key, state, obs, carries, first
-            )
-            obs_next, state_next, *_ = env.step(key_env, state, actions, params)
-            record = (state, carries[0])
-            return (obs_next, state_next, carries, jnp.zeros((), bool)), record
-
-        init = (obs, state, carries, jnp.ones((), bool))
-        _, (states, carry0) = jax.lax.scan(
-            step, init, jax.random.split(key_run, horizon)
-        )
-        return states, carry0
-
-    return play(player_params, key)
-
-
 def _gif(config, teams, encoder_folder, wm_folder, folder) -> dict:
     from mopa.report.render import render_episode, save_gif
 

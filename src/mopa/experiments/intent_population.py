@@ -32,8 +32,8 @@ re-run with the same config, see :mod:`mopa.experiments.stages`):
    (``eval_episodes`` episodes per predator seed): pooled over the held-out prey,
    over the fitting set (the generalisation gap) and against each out-of-family
    prey of ``config.out_of_family`` (:data:`OUT_OF_FAMILY_PREY`: the
-   :class:`~mopa.experiments.intent_population_players.EvaderPrey` and the
-   :class:`~mopa.experiments.intent_population_players.WandererPrey`;
+   :class:`~mopa.planning.EvaderPrey` and the
+   :class:`~mopa.planning.WandererPrey`;
    ``out_of_family_episodes`` per seed; no ``true_model_planner`` there: it has
    no policy network), with ``population_planner``'s difference from
    ``flat_belief_planner`` there and its interval, per prey and pooled (every row
@@ -64,11 +64,11 @@ Rows (all use the predators of the ``predator_seeds``):
   the own-seed model);
 * ``population_planner``: the lookahead with the population model, drawing an
   (intent, member) per rollout from the joint belief, updated online from the
-  prey's moves (:class:`~mopa.experiments.intent_population_players.
-  PopulationPredator`); when none fits, the flat-belief planner's prey model,
-  corrected online to the prey's moves (``online_fallback``,
-  :mod:`mopa.opponent.online`; linear in the prey's threat features,
-  ``online_features``, beside a fit of those features alone, ``online_free_fit``);
+  prey's moves (:class:`~mopa.planning.PopulationPredator`); when none fits,
+  the flat-belief planner's prey model, corrected online to the prey's moves
+  (``online_fallback``, :mod:`mopa.opponent.online`; linear in the prey's threat
+  features, ``online_features``, beside a fit of those features alone,
+  ``online_free_fit``);
 * ``population_mcts``: the tree search (:func:`~mopa.experiments.intent.
   tree_search_planner`'s budget) with the same model and belief, its none-fits
   probability from a prior of its own (``mcts_planning_prior``);
@@ -100,27 +100,22 @@ from mopa.core.runinfo import run_metadata
 from mopa.envs import make
 from mopa.envs.pursuit import INTENT_CORNERS, NUM_ACTIONS, PREY, PursuitEnv
 from mopa.errors import InvalidParameterError
-from mopa.eval.intervals import difference_interval, mean_interval
-from mopa.eval.tournament import TournamentEntry, broadcast_seeds, play_tournament
+from mopa.eval.protocol import (
+    match_stats,
+    opponent_means,
+    play_rows,
+    pooled_table,
+    row_difference,
+)
+from mopa.eval.tournament import TournamentEntry, broadcast_seeds
 from mopa.experiments.intent import (
     IntentConfig,
-    condition_stats,
     intent_game,
     lookahead_planner,
     read_teams,
     train_config,
     train_stage,
     tree_search_planner,
-)
-from mopa.experiments.intent_players import (
-    IntentPredator,
-    PreyModel,
-    intent_predator_params,
-)
-from mopa.experiments.intent_population_players import (
-    EvaderPrey,
-    PopulationPredator,
-    WandererPrey,
 )
 from mopa.experiments.registry import (
     ABSENT_MEANS,
@@ -135,7 +130,6 @@ from mopa.opponent.online import (
     OnlineResidualConfig,
     OnlineResidualState,
     init_online_residual,
-    observe_residual,
     residual_weight,
 )
 from mopa.opponent.population import (
@@ -148,19 +142,24 @@ from mopa.opponent.population import (
     member_belief,
     member_data,
     none_fits_probability,
-    observe_opponent,
     population_beliefs,
     population_log_probs,
     recognition_prior,
-    reset_intent,
 )
 from mopa.planning import (
+    EvaderPrey,
     IntentModelParams,
+    IntentPredator,
     LookaheadParams,
     OnlineResidualModel,
     PopulationModelParams,
     PopulationOpponentModel,
-    predictive_logits,
+    PopulationPredator,
+    PreyModel,
+    WandererPrey,
+    intent_predator_params,
+    match_beliefs,
+    match_residuals,
     residual_params,
 )
 from mopa.players import PolicyPlayer
@@ -810,6 +809,7 @@ def build_rows(config, teams: dict, clones: Any) -> dict:
             policy_params,
             source=_SOURCES.index(source),
             feed=feed,
+            num_intents=K,
             bayes_params=bayes_params,
             planner_opponent=rollout_prey,
         )
@@ -925,62 +925,31 @@ def eval_key(config: PopulationExperimentConfig) -> jax.Array:
     return jax.random.fold_in(jax.random.key(config.seed), 7)
 
 
-def play_rows(
-    rows: dict,
-    names: list[str],
-    entry: TournamentEntry,
-    key: jax.Array,
-    *,
-    num_episodes: int,
-    paired: bool,
-    faced: Any = None,
-) -> dict[str, np.ndarray]:
-    """Rows ``names`` of :func:`build_rows` against one prey entry of
-    :func:`prey_entries`.
-
-    Args:
-        paired: every row plays the same episodes (the same keys: starting
-            positions and the prey's draws); otherwise each cell its own.
-        faced: the prey's policy params for ``true_model_planner`` (``None``
-            against a prey outside the family, where that row does not play).
-
-    Returns:
-        ``{ROW: captures [S, num_episodes]}`` (``S`` the predator seeds).
-    """
-    env, params = intent_game()
-    side_a = [TournamentEntry(r, rows[r][0], rows[r][1](faced)) for r in names]
-    result = play_tournament(
-        env,
-        params,
-        side_a,
-        [entry],
-        key,
-        num_episodes=num_episodes,
-        pairing="all",
-        fold_cells=not paired,
-    )
-    values = np.asarray(result.metric("captures"))  # [R, 1, S, N]
-    return {r: values[i, 0] for i, r in enumerate(result.row_names)}
+def row_entries(rows: dict, names: list[str], faced: Any = None) -> list:
+    """Rows ``names`` of :func:`build_rows` as tournament entries; ``faced``: the
+    prey's policy params for ``true_model_planner`` (``None`` against a prey
+    outside the family, where that row does not play)."""
+    return [TournamentEntry(r, rows[r][0], rows[r][1](faced)) for r in names]
 
 
 def _eval(config, teams: dict, clone_folder: Path, folder: Path, progress) -> dict:
     """Every row against every prey; pooled statistics per prey set."""
+    env, params = intent_game()
     rows = build_rows(config, teams, load_clones(clone_folder))
     prey = prey_entries(config, teams)
-    key = eval_key(config)
     captures: dict[str, dict[str, list]] = {}
     for name, entry in prey.items():
         outside = name in config.out_of_family
         names = [r for r in ROWS if not outside or r != "true_model_planner"]
         progress(f"[eval] {len(names)} rows vs {name}")
         values = play_rows(
-            rows,
-            names,
+            env,
+            params,
+            row_entries(rows, names, None if outside else entry.params),
             entry,
-            key,
+            eval_key(config),
             num_episodes=config.episodes_against(name),
-            paired=outside and config.paired_out_of_family,
-            faced=None if outside else entry.params,
+            paired_episodes=outside and config.paired_out_of_family,
         )
         captures[name] = {r: v.tolist() for r, v in values.items()}
     write_json(folder / "captures.json", captures)
@@ -990,19 +959,9 @@ def _eval(config, teams: dict, clone_folder: Path, folder: Path, progress) -> di
         "fitting": config.fitting_prey,
         "out_of_family": list(config.out_of_family),
     }
-    pooled = {}
-    for pool, names in pools.items():
-        pooled[pool] = {
-            r: condition_stats(np.concatenate([captures[n][r] for n in names]), S)
-            for r in ROWS
-            if all(r in captures[n] for n in names)
-        }
-    per_prey = {
-        n: {r: float(np.mean(v)) for r, v in captures[n].items()} for n in captures
-    }
 
     def versus_flat(names):
-        return planner_difference(
+        return row_difference(
             *(
                 np.concatenate([captures[n][r] for n in names])
                 for r in ("population_planner", "flat_belief_planner")
@@ -1011,121 +970,17 @@ def _eval(config, teams: dict, clone_folder: Path, folder: Path, progress) -> di
         )
 
     return {
-        "pooled": pooled,
-        "per_prey": per_prey,
+        "pooled": {
+            pool: pooled_table(captures, names, ROWS, S)
+            for pool, names in pools.items()
+        },
+        "per_prey": opponent_means(captures),
         "versus_flat": versus_flat(config.out_of_family),  # their episodes pooled
         "versus_flat_per_prey": {n: versus_flat([n]) for n in config.out_of_family},
     }
 
 
-def planner_difference(a: np.ndarray, b: np.ndarray, *, paired: bool) -> dict:
-    """``{"mean", "ci95", "paired", "n"}``: row ``a``'s captures less row ``b``'s.
-
-    Paired (``a`` and ``b`` of the same shape, entry by entry the same episode
-    key): the mean of the per-episode differences and its normal interval, which
-    the shared starting positions narrow. Else the difference of the means of
-    independent samples (:func:`~mopa.eval.intervals.difference_interval`).
-    """
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    if paired:
-        if a.shape != b.shape:
-            raise InvalidParameterError(
-                f"paired captures must have one shape, got {a.shape} and {b.shape}"
-            )
-        return {**mean_interval(a - b), "paired": True, "n": int(a.size)}
-    return {**difference_interval(a, b), "paired": False, "n": int(a.size)}
-
-
 # -- adaptation ----------------------------------------------------------------------
-def match_beliefs(
-    pop_config: PopulationConfig,
-    clones: Any,
-    obs: jax.Array,
-    actions: jax.Array,
-    step: jax.Array,
-    horizon: int,
-    epsilon: float,
-    fallback_prior: float,
-) -> PopulationBeliefState:
-    """The belief ``population_planner`` acts on at every step of one match, from
-    the recorded moves: as the player computes it online (a fresh belief at the
-    match's start, :func:`reset_intent` at every later episode's start, an update
-    by every move but each episode's last, which the player never sees).
-
-    Args:
-        obs: ``[S, 1, D]`` the prey's observations through the match.
-        actions: ``[S, 1]`` its moves.
-        step: ``[S]`` int, the step inside the episode.
-        horizon: steps per episode.
-
-    Returns:
-        Leaves ``[S, ...]``: the belief before each step's move.
-    """
-    M = jax.tree.leaves(clones)[0].shape[0]
-    start = init_population_belief(
-        pop_config.num_intents, M, fallback_prior=fallback_prior
-    )
-
-    def body(state, inputs):
-        o, a, t = inputs
-        state = jax.tree.map(
-            lambda r, s: jnp.where((t == 0) & (state.steps > 0), r, s),
-            reset_intent(state),
-            state,
-        )
-        after = observe_opponent(
-            pop_config, clones, state, o, a, epsilon, valid=t < horizon - 1
-        )
-        return after, state
-
-    _, states = jax.lax.scan(body, start, (obs, actions, step))
-    return states
-
-
-def match_residuals(
-    model: OnlineResidualModel,
-    base_params: Any,
-    obs: jax.Array,
-    actions: jax.Array,
-    step: jax.Array,
-    horizon: int,
-) -> OnlineResidualState:
-    """The fallback's online correction ``population_planner`` acts on at every step
-    of one match (with ``online_fallback``), from the recorded moves: as the player
-    computes it online (fresh at the match's start, carried across its episodes,
-    updated by every move but each episode's last).
-
-    Args:
-        model: the planner's fallback.
-        base_params: its base model's params (one predator seed's).
-        obs: ``[S, 1, D]`` the prey's observations through the match.
-        actions: ``[S, 1]`` its moves.
-        step: ``[S]`` int, the step inside the episode.
-        horizon: steps per episode.
-
-    Returns:
-        Leaves ``[S, ...]``: the correction before each step's move.
-    """
-
-    def body(state, inputs):
-        o, a, t = inputs
-        base = predictive_logits(model.base, base_params, _prey_obs_only(o))
-        after = observe_residual(model.config, state, o, a, base)
-        kept = jax.tree.map(lambda n, s: jnp.where(t < horizon - 1, n, s), after, state)
-        return kept, state
-
-    start = init_online_residual(model.config)
-    _, states = jax.lax.scan(body, start, (obs, actions, step))
-    return states
-
-
-def _prey_obs_only(prey_obs: jax.Array) -> tuple:
-    """Every team's observations for a model that reads the prey's alone (the
-    others empty)."""
-    empty = jnp.zeros((0, 0), prey_obs.dtype)
-    return tuple(prey_obs if team == PREY else empty for team in range(2))
-
-
 class Matches(NamedTuple):
     """The ``adaptation`` stage's matches against one prey (:func:`match_player`);
     ``C`` matches of ``M`` episodes of ``T`` steps."""
@@ -1292,22 +1147,13 @@ def _adaptation(config, teams: dict, clone_folder: Path, folder: Path, progress)
     }
 
 
-def _mean_ci(values: np.ndarray) -> dict:
-    """:func:`~mopa.eval.intervals.mean_interval` with the sample size ``n``."""
-    return {**mean_interval(values), "n": int(np.size(values))}
-
-
 def _match_summary(captures, none_fits, top_member, intent_right) -> dict:
-    """Statistics of matches: ``captures [C, M]``, and per step ``[C, M, T]`` the
-    none-fits probability, the largest member probability and whether the
-    intent marginal's argmax was the true intent."""
-    M = captures.shape[1]
-    late = captures[:, M // 2 :].mean(1) if M > 1 else captures[:, 0]
+    """Statistics of matches (:func:`~mopa.eval.protocol.match_stats` of
+    ``captures [C, M]``), and per step ``[C, M, T]`` the none-fits probability,
+    the largest member probability and whether the intent marginal's argmax was
+    the true intent."""
     return {
-        "num_matches": int(captures.shape[0]),
-        "captures_by_episode": [_mean_ci(captures[:, e]) for e in range(M)],
-        "late_minus_first": _mean_ci(late - captures[:, 0]),
-        "late_episodes": [M // 2 + 1, M],
+        **match_stats(captures),
         "none_fits_by_episode_end": none_fits[:, :, -1].mean(0).tolist(),
         "none_fits_by_step_first_episode": none_fits[:, 0].mean(0).tolist(),
         "none_fits_flagged_share": float(np.mean(none_fits[:, :, -1] >= 0.5)),

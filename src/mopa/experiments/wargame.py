@@ -28,17 +28,16 @@ so the report shows what PPO added to or took from its starting point.
 from __future__ import annotations
 
 import dataclasses
-import math
 from pathlib import Path
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy.stats import binomtest
 
 from mopa.core.checks import check_fields, check_fraction
 from mopa.errors import InvalidParameterError
+from mopa.eval.intervals import wilson_interval
 from mopa.experiments.registry import register_experiment
 from mopa.league.training import Callback, LeagueRun, TrainingConfig
 
@@ -48,40 +47,6 @@ REFERENCE_PPO = {"L1": 0.85, "L2": 0.85, "L3": 1.00, "L4": 1.00, "L5": 0.25}
 """Win rates of seed 001's PPO baseline (about 50k steps) against the ladder."""
 TARGETS = {"L1": 0.95, "L2": 0.95, "L3": 0.95, "L4": 0.95, "L5": 0.60}
 """The win rates a trained Blue must reach against each level."""
-
-
-# -- intervals -----------------------------------------------------------------
-def wilson_interval(successes: int, n: int) -> tuple[float, float]:
-    """95% Wilson score interval of a binomial proportion (Wilson 1927; SciPy's
-    ``binomtest(...).proportion_ci(method="wilson")``): it stays inside ``[0, 1]``
-    and is not degenerate at 0 or ``n`` successes.
-
-    Raises:
-        InvalidParameterError: ``n < 1`` or ``successes`` outside ``[0, n]``.
-    """
-    if n < 1 or not 0 <= successes <= n:
-        raise InvalidParameterError(
-            f"need 0 <= successes <= n, n >= 1: {successes}/{n}"
-        )
-    interval = binomtest(successes, n).proportion_ci(0.95, method="wilson")
-    return float(interval.low), float(interval.high)
-
-
-def difference_interval(k1: int, n1: int, k2: int, n2: int) -> dict[str, Any]:
-    """Difference of two independent proportions ``k1/n1 - k2/n2`` with
-    Newcombe's 95% hybrid score interval (Newcombe 1998, method 10), built from
-    the two Wilson intervals.
-
-    Returns:
-        ``{"diff", "ci95": [lo, hi]}``.
-    """
-    p1, p2 = k1 / n1, k2 / n2
-    l1, u1 = wilson_interval(k1, n1)
-    l2, u2 = wilson_interval(k2, n2)
-    diff = p1 - p2
-    low = diff - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
-    high = diff + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
-    return {"diff": diff, "ci95": [low, high]}
 
 
 def outcome_summary(wins: int, draws: int, losses: int) -> dict[str, Any]:

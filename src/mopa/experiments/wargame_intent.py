@@ -15,7 +15,8 @@ the mixed family:
 * ``aware``: MAPPO on Blue's observations plus a belief over Red's type. It is
   trained, as the hidden-intent predators are (Exp 6), on soft beliefs of random
   sharpness: ``alpha * onehot(type) + (1 - alpha) / K`` with ``alpha`` drawn per
-  episode from ``U[alpha_low, alpha_high]`` (:class:`SoftBeliefGame`), so it learns
+  episode from ``U[alpha_low, alpha_high]`` (:class:`~mopa.opponent.soft_belief_game.
+  SoftBeliefGame`), so it learns
   to hedge on a flat belief and commit on a sharp one. It is evaluated with the
   online posterior of a classifier over prefixes of Blue's own observations
   (:mod:`mopa.opponent.beliefs`): the type never reaches it;
@@ -60,7 +61,7 @@ types, i.e. whether knowing the type can pay), ``plan_belief`` and
 the same episodes (episode ``i`` of seed ``s`` uses the same key in every
 condition: same terrain, start and Red type). Win, draw and loss come from the
 game's own end signals (``blue_win``, ``red_win``, ``draw``;
-:func:`mopa.league.evaluation.count_outcomes`). Win rates carry Wilson 95%
+:func:`mopa.eval.protocol.count_outcomes`). Win rates carry Wilson 95%
 intervals over all episodes of all seeds, with the per-seed rates beside them.
 """
 
@@ -78,7 +79,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
 from mopa.algos.mappo.config import MAPPOConfig
 from mopa.algos.mappo.train import make_trainer
@@ -86,7 +86,6 @@ from mopa.algos.trainer import seed_keys
 from mopa.core.checkpoint import read_msgpack, write_msgpack
 from mopa.core.checks import check_fields, check_fraction
 from mopa.envs import make
-from mopa.envs.base import StepOutput, TeamArrays
 from mopa.envs.battalion import BattalionParams
 from mopa.envs.scripted_red import (
     RED_TYPE_INDEX,
@@ -94,13 +93,10 @@ from mopa.envs.scripted_red import (
     STRATEGIES,
     heuristic_blue,
 )
-from mopa.envs.spaces import Box
-from mopa.envs.wrappers import Wrapper
 from mopa.errors import InvalidParameterError
 from mopa.eval.intervals import mean_interval
+from mopa.eval.protocol import outcome_stats, win_difference
 from mopa.experiments.registry import register_experiment
-from mopa.experiments.wargame import wilson_interval
-from mopa.league.evaluation import count_outcomes
 from mopa.opponent.beliefs import (
     init_prefix_belief,
     prefix_beliefs,
@@ -114,6 +110,8 @@ from mopa.opponent.calibration import (
 )
 from mopa.opponent.encoders import ClassifierConfig, ClassifierData, make_train
 from mopa.opponent.encoders import init_params as init_classifier
+from mopa.opponent.soft_belief_game import SoftBeliefGame, SoftBeliefParams
+from mopa.opponent.soft_belief_game import soft_belief_game as wrap_soft_belief
 from mopa.policy import PolicySpec, agent_inputs
 
 FAMILY = STRATEGIES
@@ -278,112 +276,6 @@ def wargame(discrete: bool = True) -> tuple[Any, BattalionParams]:
     return make("battalion_vs_red", red="mixed", discrete=discrete)
 
 
-@struct.dataclass
-class SoftBeliefParams:
-    """Parameters of :class:`SoftBeliefGame`."""
-
-    game: BattalionParams
-    """The embedded game's parameters."""
-    alpha_low: jax.Array
-    """``[]`` lower end of the per-episode belief sharpness."""
-    alpha_high: jax.Array
-    """``[]`` upper end of the per-episode belief sharpness."""
-
-
-@struct.dataclass
-class SoftBeliefState:
-    """The embedded game's state and this episode's belief."""
-
-    game: Any
-    belief: jax.Array  # [K] the belief Blue sees this episode
-
-
-class SoftBeliefGame(Wrapper):
-    """Blue against the mixed Red family, with a soft belief over Red's type in
-    its observation: ``[17 game observations, K belief]``.
-
-    At reset the belief ``alpha * onehot(type) + (1 - alpha) / K`` is drawn
-    (``alpha ~ U[alpha_low, alpha_high]``, :func:`~mopa.opponent.beliefs.soft_
-    belief`) and kept for the episode. With ``alpha_low = alpha_high = 0`` the
-    belief is the flat ``1 / K`` in every episode, a constant: Blue sees its
-    observations only (the blind Blue's game). :meth:`global_state` (the
-    centralised critic's input, training only) is the game's global state
-    followed by the true type's one-hot ``[K]``.
-
-    Args:
-        env: ``battalion_vs_red`` against :data:`FAMILY` with discrete actions.
-    """
-
-    def __init__(self, env: Any):
-        super().__init__(env)
-        family_index_table(env.red_types)
-
-    def observation_space(self, team: int) -> Box:
-        size = self.env.observation_space(team).shape[0]
-        return Box(-1.0, 1.0, (size + NUM_TYPES,))
-
-    @property
-    def default_params(self) -> SoftBeliefParams:
-        return SoftBeliefParams(
-            self.env.default_params, jnp.asarray(0.0), jnp.asarray(1.0)
-        )
-
-    def validate_params(self, params: SoftBeliefParams) -> None:
-        self.env.validate_params(params.game)
-        low, high = np.asarray(params.alpha_low), np.asarray(params.alpha_high)
-        if not np.all((low >= 0.0) & (low <= high) & (high <= 1.0)):
-            raise InvalidParameterError(
-                f"{self.name}: parameters alpha_low/high must satisfy 0 <= low <= "
-                f"high <= 1, got {low.tolist()}, {high.tolist()}"
-            )
-
-    def _reset(
-        self, key: jax.Array, params: SoftBeliefParams
-    ) -> tuple[TeamArrays, SoftBeliefState]:
-        key_game, key_alpha = jax.random.split(key)
-        _, game = self.env.reset(key_game, params.game)
-        alpha = jax.random.uniform(
-            key_alpha, (), minval=params.alpha_low, maxval=params.alpha_high
-        )
-        belief = soft_belief(family_index(game.red_type), alpha, NUM_TYPES)
-        state = SoftBeliefState(game, belief.astype(jnp.float32))
-        return self.observe(state, params), state
-
-    def _step(
-        self,
-        key: jax.Array,
-        state: SoftBeliefState,
-        actions: TeamArrays,
-        params: SoftBeliefParams,
-    ) -> StepOutput:
-        _, game, rewards, terminated, truncated, info = self.env.step(
-            key, state.game, actions, params.game
-        )
-        state = state.replace(game=game)
-        return (
-            self.observe(state, params),
-            state,
-            rewards,
-            terminated,
-            truncated,
-            info,
-        )
-
-    def observe(self, state: SoftBeliefState, params: SoftBeliefParams) -> TeamArrays:
-        (obs,) = self.env.observe(state.game, params.game)
-        belief = jnp.broadcast_to(state.belief, (obs.shape[0], NUM_TYPES))
-        return (jnp.concatenate([obs, belief], -1),)
-
-    def global_state(
-        self, state: SoftBeliefState, params: SoftBeliefParams
-    ) -> jax.Array:
-        """``[13 + K]``: the game's global state and the true type's one-hot."""
-        onehot = jax.nn.one_hot(family_index(state.game.red_type), NUM_TYPES)
-        return jnp.concatenate(
-            [self.unwrapped.global_state(state.game, params.game), onehot]
-        )
-
-
 def sharpness_ranges(config: WargameIntentConfig) -> dict[str, tuple[float, float]]:
     """``(alpha_low, alpha_high)`` of each trained Blue's belief: the blind Blue's
     is always flat (sharpness 0), the aware Blue's of random sharpness."""
@@ -394,13 +286,11 @@ def soft_belief_game(
     alpha_low: float | jax.Array = 0.0, alpha_high: float | jax.Array = 1.0
 ) -> tuple[SoftBeliefGame, SoftBeliefParams]:
     """The training game of a Blue whose belief has sharpness in
-    ``[alpha_low, alpha_high]``."""
-    env, params = wargame()
-    return SoftBeliefGame(env), SoftBeliefParams(
-        params,
-        jnp.asarray(alpha_low, jnp.float32),
-        jnp.asarray(alpha_high, jnp.float32),
-    )
+    ``[alpha_low, alpha_high]`` (:func:`~mopa.opponent.soft_belief_game.
+    soft_belief_game` of :func:`wargame`)."""
+    env, _ = wargame()
+    family_index_table(env.red_types)
+    return wrap_soft_belief(env, alpha_low, alpha_high)
 
 
 # -- training ------------------------------------------------------------------------
@@ -890,25 +780,6 @@ def probe_family(num_episodes: int, seed: int) -> dict[str, Any]:
 
 
 # -- statistics ----------------------------------------------------------------------
-def outcome_summary(outcomes: np.ndarray) -> dict[str, Any]:
-    """Wins, draws, losses and rates of ``outcomes [S, N]`` (1, 0, -1), with the
-    Wilson 95% interval of the win rate over all ``S x N`` episodes and the win
-    rate of every seed."""
-    result = count_outcomes(np.asarray(outcomes).reshape(-1))
-    return {
-        **result.as_dict(),
-        "win_rate_ci95": list(wilson_interval(result.wins, result.n_episodes)),
-        "seed_win_rates": [float(np.mean(o == 1)) for o in np.asarray(outcomes)],
-    }
-
-
-def paired_difference(first: np.ndarray, second: np.ndarray) -> dict[str, Any]:
-    """Mean of ``win(first) - win(second)`` over paired episodes (the same keys)
-    ``[S, N]``, with its normal 95% interval."""
-    diff = (np.asarray(first) == 1).astype(np.float64) - (np.asarray(second) == 1)
-    return {**mean_interval(diff), "n_pairs": diff.size}
-
-
 def belief_by_step(
     beliefs: np.ndarray, valid: np.ndarray, labels: np.ndarray, num_bins: int
 ) -> dict[str, list[float]]:
@@ -1044,7 +915,7 @@ def _summaries(
             raise RuntimeError(f"{name} met other Red types than {names[0]}")
     conditions = {
         n: {
-            **outcome_summary(runs[n]["outcome"]),
+            **outcome_stats(runs[n]["outcome"]),
             "return": mean_interval(runs[n]["return"]),
         }
         for n in names
@@ -1052,7 +923,7 @@ def _summaries(
     per_type = {
         n: {
             red: {
-                **outcome_summary(runs[n]["outcome"][labels == k][None]),
+                **outcome_stats(runs[n]["outcome"][labels == k][None]),
                 "return": mean_interval(runs[n]["return"][labels == k]),
             }
             for k, red in enumerate(FAMILY)
@@ -1063,9 +934,7 @@ def _summaries(
     return {
         "conditions": conditions,
         "per_type": per_type,
-        "difference": paired_difference(
-            runs[first]["outcome"], runs[second]["outcome"]
-        ),
+        "difference": win_difference(runs[first]["outcome"], runs[second]["outcome"]),
         "beats": bool(
             conditions[first]["win_rate_ci95"][0]
             > conditions[second]["win_rate_ci95"][1]
@@ -1112,7 +981,7 @@ def _plan_evaluate_stage(config, table, folder_belief: Path, num_seeds, progress
         flat = np.full(NUM_TYPES, 1.0 / NUM_TYPES)
         return {
             **summary,
-            "oracle_minus_blind": paired_difference(
+            "oracle_minus_blind": win_difference(
                 runs["oracle_planner"]["outcome"], runs["blind_planner"]["outcome"]
             ),
             "blind_plan": list(PROBE_PLANS)[int(choose_plan(jnp.asarray(table), flat))],
@@ -1161,7 +1030,7 @@ def _evaluate_stage(config, folders: dict[str, Path], num_seeds: int, progress):
             "conditions": conditions,
             "per_type": summary["per_type"],
             "aware_minus_blind": summary["difference"],
-            "oracle_minus_blind": paired_difference(
+            "oracle_minus_blind": win_difference(
                 runs["oracle"]["outcome"], runs["blind"]["outcome"]
             ),
             "aware_beats_blind": summary["beats"],

@@ -49,10 +49,10 @@ import numpy as np
 
 from mopa.core.checks import check_fields
 from mopa.errors import InvalidParameterError
+from mopa.eval.intervals import proportion_difference
 from mopa.experiments.registry import register_experiment
 from mopa.experiments.wargame import (
     OUTCOME_HEADER,
-    difference_interval,
     evaluate_blue,
     ladder_red_kwargs,
     outcome_columns,
@@ -583,7 +583,7 @@ def run_wargame_terrain(
     base = table["source_on_source"]
 
     def drop(summary: dict[str, Any]) -> dict[str, Any]:
-        return difference_interval(
+        return proportion_difference(
             base["wins"], base["n"], summary["wins"], summary["n"]
         )
 

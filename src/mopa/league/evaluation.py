@@ -33,6 +33,7 @@ from mopa.envs import make
 from mopa.envs.battalion_wrappers import SCRIPTED_VARIANTS, DiscreteActions
 from mopa.envs.scripted_red import LADDER, RED_TYPE_INDEX, RED_TYPES
 from mopa.errors import InvalidParameterError, MissingPathError
+from mopa.eval.protocol import EvaluationResult, count_outcomes
 from mopa.league.arena import Arena, ArenaParams, stack_opponents
 from mopa.policy import PolicySpec, make_act_fn, read_policy_file
 
@@ -55,43 +56,6 @@ def scripted_red_kwargs(red: str) -> dict[str, Any]:
     probs = [0.0] * len(RED_TYPES)
     probs[RED_TYPE_INDEX[red]] = 1.0
     return {"red": ",".join(LEAGUE_REDS), "red_probs": tuple(probs)}
-
-
-class EvaluationResult(NamedTuple):
-    """Outcome counts of an evaluation (from the evaluated side's view)."""
-
-    wins: int
-    draws: int
-    losses: int
-    n_episodes: int
-
-    @property
-    def win_rate(self) -> float:
-        return self.wins / self.n_episodes
-
-    @property
-    def draw_rate(self) -> float:
-        return self.draws / self.n_episodes
-
-    @property
-    def loss_rate(self) -> float:
-        return self.losses / self.n_episodes
-
-    @property
-    def score(self) -> float:
-        """Mean Elo score (win 1, draw 0.5, loss 0)."""
-        return (self.wins + 0.5 * self.draws) / self.n_episodes
-
-    def as_dict(self) -> dict[str, float]:
-        return {
-            "wins": self.wins,
-            "draws": self.draws,
-            "losses": self.losses,
-            "n_episodes": self.n_episodes,
-            "win_rate": self.win_rate,
-            "draw_rate": self.draw_rate,
-            "loss_rate": self.loss_rate,
-        }
 
 
 class LeaguePolicy(NamedTuple):
@@ -310,18 +274,6 @@ def play_outcomes(
 def episode_keys(seed: int, n_episodes: int) -> jax.Array:
     """``[N]`` keys, episode ``i`` using ``jax.random.key(seed + i)``."""
     return jax.vmap(jax.random.key)(jnp.arange(seed, seed + n_episodes))
-
-
-def count_outcomes(outcomes: np.ndarray) -> EvaluationResult:
-    outcomes = np.asarray(outcomes)
-    if np.any(outcomes == -2):
-        raise RuntimeError("an episode did not end within the horizon")
-    return EvaluationResult(
-        wins=int(np.sum(outcomes == 1)),
-        draws=int(np.sum(outcomes == 0)),
-        losses=int(np.sum(outcomes == -1)),
-        n_episodes=int(outcomes.size),
-    )
 
 
 def run_episodes(

@@ -1,0 +1,102 @@
+"""The evaluation protocol's statistics, checked by hand: a row's paired and
+independent differences, the win difference and the Wilson interval, outcome
+counts, pooled tables and matches."""
+
+import numpy as np
+import pytest
+
+from mopa.errors import InvalidParameterError
+from mopa.eval.intervals import wilson_interval
+from mopa.eval.protocol import (
+    count_outcomes,
+    match_stats,
+    opponent_means,
+    outcome_stats,
+    pooled_table,
+    row_difference,
+    row_stats,
+    win_difference,
+)
+
+
+def test_the_paired_difference_is_the_mean_of_the_per_episode_differences():
+    rng = np.random.default_rng(0)
+    start = rng.poisson(2.0, (2, 50)).astype(float)  # shared by both rows
+    a = start + rng.integers(0, 2, (2, 50))
+    b = start + rng.integers(0, 2, (2, 50))
+    paired = row_difference(a, b, paired=True)
+    independent = row_difference(a, b, paired=False)
+    d = (a - b).ravel()
+    half = 1.96 * d.std(ddof=1) / np.sqrt(d.size)
+    assert paired["mean"] == pytest.approx(a.mean() - b.mean())
+    assert paired["ci95"] == pytest.approx([d.mean() - half, d.mean() + half])
+    assert (paired["paired"], paired["n"]) == (True, 100)
+    # The shared starts cancel in the paired interval, not in the independent one.
+    assert independent["mean"] == pytest.approx(paired["mean"])
+    assert independent["paired"] is False
+    width = lambda r: r["ci95"][1] - r["ci95"][0]  # noqa: E731
+    assert width(paired) < 0.6 * width(independent)
+    with pytest.raises(InvalidParameterError, match="one shape"):
+        row_difference(a, b[:, :10], paired=True)
+
+
+def test_wilson_interval_and_the_paired_win_difference_by_hand():
+    # 5 of 10, z = 1.959964 (the 97.5% normal quantile): centre 0.5; half-width
+    # z sqrt(0.025 + z^2 / 400) / (1 + z^2 / 10) = z x 0.1860206 / 1.3841459
+    # = 0.263407.
+    np.testing.assert_allclose(wilson_interval(5, 10), [0.236593, 0.763407], atol=1e-6)
+    lo, hi = wilson_interval(0, 20)
+    assert lo == 0.0 and 0.0 < hi < 0.2
+    with pytest.raises(InvalidParameterError):
+        wilson_interval(0, 0)
+    first = np.array([[1, 1, 0, -1]])
+    second = np.array([[1, 0, 0, 1]])
+    diff = win_difference(first, second)  # wins 1,1,0,0 vs 1,0,0,1: 0,1,0,-1
+    assert diff["mean"] == 0.0 and diff["n_pairs"] == 4
+    half = 1.96 * np.std([0, 1, 0, -1], ddof=1) / 2
+    np.testing.assert_allclose(diff["ci95"], [-half, half])
+
+
+def test_outcome_counts_and_their_rates():
+    outcomes = np.array([[1, 1, 0, -1], [1, -1, -1, -1]])
+    stats = outcome_stats(outcomes)
+    assert (stats["wins"], stats["draws"], stats["losses"]) == (3, 1, 4)
+    assert stats["n_episodes"] == 8 and stats["win_rate"] == 3 / 8
+    assert stats["seed_win_rates"] == [0.5, 0.25]
+    assert stats["win_rate_ci95"] == pytest.approx(list(wilson_interval(3, 8)))
+    assert count_outcomes(outcomes).score == (3 + 0.5) / 8
+    with pytest.raises(RuntimeError, match="did not end"):
+        count_outcomes(np.array([1, -2]))
+
+
+def test_pooled_tables_concatenate_the_opponents_in_order():
+    # Two opponents, two rows; row "b" never met opponent "y".
+    values = {
+        "x": {"a": np.array([[1.0, 2.0]]), "b": np.array([[0.0, 0.0]])},
+        "y": {"a": np.array([[3.0, 6.0]])},
+    }
+    table = pooled_table(values, ["x", "y"], ["a", "b"], num_seeds=1)
+    assert list(table) == ["a"]  # b did not meet y
+    # mean 3, sample sd sqrt(((1-3)^2 + (2-3)^2 + 0 + 3^2) / 3) = sqrt(14 / 3)
+    half = 1.96 * np.sqrt(14 / 3) / 2
+    assert table["a"]["mean"] == 3.0
+    assert table["a"]["ci95"] == pytest.approx([3 - half, 3 + half])
+    assert (table["a"]["n_episodes"], table["a"]["n_seeds"]) == (4, 1)
+    assert pooled_table(values, ["x"], ["a", "b"], 1)["b"] == row_stats([0, 0], 1)
+    assert opponent_means(values) == {"x": {"a": 1.5, "b": 0.0}, "y": {"a": 4.5}}
+
+
+def test_matches_by_episode_and_the_late_gain():
+    # Three matches of four episodes: the late episodes are the 3rd and 4th.
+    scores = np.array(
+        [[1.0, 2.0, 3.0, 5.0], [0.0, 0.0, 2.0, 2.0], [2.0, 1.0, 1.0, 1.0]]
+    )
+    stats = match_stats(scores)
+    assert stats["num_matches"] == 3 and stats["late_episodes"] == [3, 4]
+    assert [e["mean"] for e in stats["captures_by_episode"]] == pytest.approx(
+        [1.0, 1.0, 2.0, 8 / 3]
+    )
+    # late means 4, 2, 1 less the first episodes 1, 0, 2: 3, 2, -1 (mean 4/3)
+    assert stats["late_minus_first"]["mean"] == pytest.approx(4 / 3)
+    assert stats["late_minus_first"]["n"] == 3
+    assert "wins_by_episode" in match_stats(scores, name="wins")
