@@ -15,6 +15,8 @@ from mopa.eval.protocol import (
     pooled_table,
     row_difference,
     row_stats,
+    seed_gap,
+    seed_interval,
     win_difference,
 )
 
@@ -100,3 +102,32 @@ def test_matches_by_episode_and_the_late_gain():
     assert stats["late_minus_first"]["mean"] == pytest.approx(4 / 3)
     assert stats["late_minus_first"]["n"] == 3
     assert "wins_by_episode" in match_stats(scores, name="wins")
+
+
+def test_seed_interval_by_hand():
+    # [1, 2, 3]: mean 2, sample std 1, t(0.975, 2) = 4.3027 -> half 4.3027 / sqrt 3
+    # = 2.4841.
+    mean, (low, high) = seed_interval(np.array([1.0, 2.0, 3.0]))
+    assert mean == 2.0
+    assert low == pytest.approx(2.0 - 2.4841, abs=1e-4)
+    assert high == pytest.approx(2.0 + 2.4841, abs=1e-4)
+    assert seed_interval(np.array([0.5])) == (0.5, None)
+
+
+NAMES = ("lemol", "bc")
+
+
+def test_seed_gap_outcomes_by_hand():
+    # Differences [0.10, 0.12, 0.14]: mean 0.12, std 0.02, half 4.3027 * 0.02 /
+    # sqrt 3 = 0.0497 -> [0.070, 0.170], above 0.
+    lemol, bc = np.array([0.5, 0.52, 0.54]), np.array([0.4, 0.4, 0.4])
+    gap = seed_gap(lemol, bc, True, NAMES)
+    assert gap["mean"] == pytest.approx(0.12)
+    assert gap["ci95"][0] == pytest.approx(0.0703, abs=1e-3)
+    assert gap["outcome"] == "lemol better" and gap["excludes_zero"]
+    # The same numbers as losses: lower is better, so BC is better.
+    assert seed_gap(lemol, bc, False, NAMES)["outcome"] == "bc better"
+    # Differences [+0.1, -0.1, 0]: the interval straddles 0.
+    straddle = seed_gap([0.5, 0.3, 0.4], [0.4, 0.4, 0.4], True, NAMES)
+    assert straddle["outcome"] == "no detectable difference"
+    assert not straddle["excludes_zero"]

@@ -5,7 +5,8 @@ numbers of a quick run mean nothing; the default profile is the reproduction).""
 import json
 
 from mopa.cli.main import main
-from mopa.experiments.exp3 import PREY_VARIANTS, findings, markdown
+from mopa.experiments import get_experiment
+from mopa.experiments.exp3 import PREY_VARIANTS, findings
 
 
 def test_quick_profile_end_to_end_and_reuse(tmp_path, capsys):
@@ -87,5 +88,5 @@ def test_findings_on_a_hand_made_table():
         "tournament_wall_s": 42.0,
         "joint_row_wall_s": 100.0,
     }
-    text = markdown(results)
+    text = get_experiment("exp3").markdown_fn(results)
     assert "100 episodes" in text and "| oa_plan_joint | 3.50 [3.40, 3.60]" in text

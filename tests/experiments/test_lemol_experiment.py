@@ -15,9 +15,7 @@ from mopa.experiments import get_preset, run_experiment
 from mopa.experiments.lemol import (
     DEFAULT_RUN,
     LeMOLExperimentConfig,
-    mean_ci,
     method_config,
-    paired_gap,
 )
 
 PLOTS = ("lemol_prediction.png", "lemol_within_playout.png", "lemol_returns.png")
@@ -101,32 +99,6 @@ def test_a_second_run_reuses_every_stage(quick_run, tmp_path):
     results = json.loads(json.dumps(results))
     for name in ("prediction_accuracy", "cross_entropy", "returns", "verdict"):
         assert results[name] == before[name], name
-
-
-def test_mean_ci_by_hand():
-    # [1, 2, 3]: mean 2, sample std 1, t(0.975, 2) = 4.3027 -> half 4.3027 / sqrt 3
-    # = 2.4841.
-    mean, (low, high) = mean_ci(np.array([1.0, 2.0, 3.0]))
-    assert mean == 2.0
-    assert low == pytest.approx(2.0 - 2.4841, abs=1e-4)
-    assert high == pytest.approx(2.0 + 2.4841, abs=1e-4)
-    assert mean_ci(np.array([0.5])) == (0.5, None)
-
-
-def test_gap_outcomes_by_hand():
-    # Differences [0.10, 0.12, 0.14]: mean 0.12, std 0.02, half 4.3027 * 0.02 /
-    # sqrt 3 = 0.0497 -> [0.070, 0.170], above 0.
-    lemol, bc = np.array([0.5, 0.52, 0.54]), np.array([0.4, 0.4, 0.4])
-    gap = paired_gap(lemol, bc, higher_is_better=True)
-    assert gap["mean"] == pytest.approx(0.12)
-    assert gap["ci95"][0] == pytest.approx(0.0703, abs=1e-3)
-    assert gap["outcome"] == "lemol better" and gap["excludes_zero"]
-    # The same numbers as losses: lower is better, so BC is better.
-    assert paired_gap(lemol, bc, higher_is_better=False)["outcome"] == "bc better"
-    # Differences [+0.1, -0.1, 0]: the interval straddles 0.
-    straddle = paired_gap(np.array([0.5, 0.3, 0.4]), np.array([0.4, 0.4, 0.4]), True)
-    assert straddle["outcome"] == "no detectable difference"
-    assert not straddle["excludes_zero"]
 
 
 def test_methods_set_the_focal_agent_and_its_model():

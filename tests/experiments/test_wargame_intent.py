@@ -29,15 +29,14 @@ from mopa.experiments.wargame_intent import (
     classifier_input,
     classifier_logits_fn,
     family_index,
-    plan_verdict,
     prefix_examples,
     probe_family,
     training_segments,
-    verdict,
     wargame,
 )
 from mopa.opponent.beliefs import init_prefix_belief, update_prefix_belief
 from mopa.opponent.encoders import init_params as init_classifier
+from mopa.report.wargame_report import plan_verdict, verdict
 
 QUICK = PROFILES["quick"]
 

@@ -14,7 +14,8 @@ and its seed-stacked params) against *opponents* (entries of the other side):
   the normal 95% interval (:func:`~mopa.eval.intervals.mean_interval`), one
   opponent's or pooled over a set of them; :func:`opponent_means`;
 * :func:`row_difference`: one row less another, paired (the mean of per-episode
-  differences) or independent (the two means' errors in quadrature);
+  differences) or independent (the two means' errors in quadrature); over a few
+  seeds, :func:`seed_interval` and :func:`seed_gap` (Student-t);
 * :func:`outcome_stats` and :func:`win_difference`: a game's win, draw and loss
   (``1, 0, -1`` per episode) with Wilson intervals, and the paired difference of
   two rows' wins;
@@ -175,6 +176,59 @@ def row_difference(a: Any, b: Any, *, paired: bool) -> dict[str, Any]:
             )
         return {**mean_interval(a - b), "paired": True, "n": int(a.size)}
     return {**difference_interval(a, b), "paired": False, "n": int(a.size)}
+
+
+def seed_interval(values: Any) -> tuple[float, list[float] | None]:
+    """Mean over the leading (seed) axis and its 95% Student-t interval
+    ``mean +/- t_{0.975, n-1} std / sqrt(n)`` (``None`` for one seed).
+
+    Args:
+        values: ``[n]`` one value per seed.
+    """
+    values = np.asarray(values, np.float64)
+    if len(values) < 2:
+        return float(values.mean()), None
+    interval = mean_interval(values, method="t")
+    return interval["mean"], interval["ci95"]
+
+
+def seed_gap(
+    first: Any, second: Any, higher_is_better: bool, names: tuple[str, str]
+) -> dict[str, Any]:
+    """``first`` less ``second``, paired by seed, with its :func:`seed_interval`.
+
+    Args:
+        first: ``[seed]`` the first method's values.
+        second: ``[seed]`` the second's on the same seeds.
+        higher_is_better: the values are scores (accuracy), not losses.
+        names: the two methods' names, for the outcome.
+
+    Returns:
+        ``{"mean", "ci95", "per_seed", "excludes_zero", "outcome"}``; ``outcome``
+        is ``"<name> better"`` for the better one when the interval excludes 0,
+        else ``no detectable difference``.
+    """
+    first, second = np.asarray(first), np.asarray(second)
+    mean, ci = seed_interval(first - second)
+    if ci is None:
+        outcome = "undecided (one seed: no interval)"
+    else:
+        sign = 1.0 if higher_is_better else -1.0
+        low, high = sorted((sign * ci[0], sign * ci[1]))
+        outcome = (
+            f"{names[0]} better"
+            if low > 0
+            else f"{names[1]} better"
+            if high < 0
+            else "no detectable difference"
+        )
+    return {
+        "mean": mean,
+        "ci95": ci,
+        "per_seed": (first - second).tolist(),
+        "excludes_zero": ci is not None and (ci[0] > 0 or ci[1] < 0),
+        "outcome": outcome,
+    }
 
 
 # -- win, draw and loss ---------------------------------------------------------------

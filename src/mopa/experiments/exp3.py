@@ -46,6 +46,7 @@ from mopa.errors import InvalidParameterError
 from mopa.eval.tournament import broadcast_seeds
 from mopa.experiments.registry import recipe_field, register_experiment
 from mopa.policy import read_policy_file
+from mopa.report import exp3_report
 
 PREDATOR_VARIANTS = ("iql_greedy", "oa_greedy", "oa_plan", "oa_plan_joint")
 PREY_VARIANTS = ("iql_greedy", "oa_greedy", "oa_plan")
@@ -376,96 +377,6 @@ def findings(captures: dict) -> dict:
     return out
 
 
-def _cell(cell: dict | None) -> str:
-    if cell is None:
-        return "-"
-    lo, hi = cell["ci95"]
-    return f"{cell['mean']:.2f} [{lo:.2f}, {hi:.2f}]"
-
-
-def markdown(results: dict) -> str:
-    """``results.md``: mopa's table beside the research's numbers."""
-    captures = results["captures"]
-    research = RESEARCH["oa_plan_prey_column"]
-    episodes = results["num_episodes_per_cell"] // results["num_seeds"]
-    lines = [
-        "# Exp 3: cross-play of IQL, OA-IQL and the OA planner on tag",
-        "",
-        f"Captures per episode, mean [95% CI] over {results['num_seeds']} seed pairs "
-        f"(seed i vs seed i) x {episodes} episodes; rows are predators, columns "
-        "prey. In brackets after a cell of the OA-plan prey column: the research's "
-        "figure.",
-        "",
-        "| predator \\ prey | " + " | ".join(PREY_VARIANTS) + " |",
-        "|---|" + "---|" * len(PREY_VARIANTS),
-    ]
-    for row in PREDATOR_VARIANTS:
-        if row not in captures:
-            continue
-        cells = []
-        for column in PREY_VARIANTS:
-            text = _cell(captures[row].get(column))
-            if column == "oa_plan" and row in research:
-                text += f" (research {research[row]:.2f})"
-            cells.append(text)
-        lines.append(f"| {row} | " + " | ".join(cells) + " |")
-    acc = results["opp_head_accuracy"]
-    f = results["findings"]
-
-    def number(x):
-        return "-" if x is None else f"{x:.3f}"
-
-    lines += [
-        "",
-        f"Opponent-head accuracy at the end of training: predators "
-        f"{number(acc['pred'])}, prey {number(acc['prey'])} (research, Exp 1: 0.53 "
-        "and 0.58).",
-        "",
-        f"- OA-plan prey concedes the fewest captures in every row: "
-        f"{f['oa_plan_prey_fewest_in_every_row']} (its mean drop against the two "
-        f"greedy prey: {f['oa_plan_prey_drop_vs_greedy_prey']:.2f} captures per "
-        f"episode; intervals separated in every row: "
-        f"{f['oa_plan_prey_drop_separated']}; research: about 2).",
-        f"- OA-plan predators are the worst predators in every column: "
-        f"{f['oa_plan_pred_worst_in_every_column']} (worst per column: "
-        f"{f['worst_pred_per_column']}).",
-    ]
-    if "joint_minus_per_agent_pred" in f:
-        joint = ", ".join(
-            f"{column} {value:+.2f}"
-            for column, value in f["joint_minus_per_agent_pred"].items()
-        )
-        lines.append(
-            f"- Joint-action predator planner minus the per-agent one, per prey: "
-            f"{joint}."
-        )
-    lines += [
-        "",
-        f"3x3 tournament wall time (compilation included): "
-        f"{results['tournament_wall_s']:.1f} s (research: about 50 s).",
-    ]
-    if results.get("joint_row_wall_s") is not None:
-        lines.append(f"Joint-planner row: {results['joint_row_wall_s']:.1f} s.")
-    return "\n".join(lines) + "\n"
-
-
-def plot(results: dict, out: Path) -> list[Path]:
-    """The heatmap of the 3x3 tournament (and the joint row), from the stage."""
-    from mopa.report.tournament import load_tournament, plot_tournament_heatmap
-
-    stage = out / "stages" / "tournament"
-    paths = []
-    for name, target in (
-        ("tournament.json", "exp3_heatmap.png"),
-        ("tournament_joint.json", "exp3_joint_row.png"),
-    ):
-        if (stage / name).exists():
-            paths.append(
-                plot_tournament_heatmap(load_tournament(stage / name), out / target)
-            )
-    return paths
-
-
 register_experiment(
     "exp3",
     run_exp3,
@@ -489,7 +400,9 @@ register_experiment(
         ),
     },
     "default",
-    plot_fn=plot,
-    markdown_fn=markdown,
+    plot_fn=exp3_report.write_report,
+    markdown_fn=lambda results: exp3_report.results_markdown(
+        results, PREDATOR_VARIANTS, PREY_VARIANTS, RESEARCH["oa_plan_prey_column"]
+    ),
     description="IQL vs OA-IQL vs the OA-head planner on tag: cross-play tournament",
 )

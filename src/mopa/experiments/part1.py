@@ -186,21 +186,3 @@ def mean_std(values: list[float]) -> dict[str, float]:
 
 
 # -- plotting ------------------------------------------------------------------------
-def figure():
-    """``matplotlib.pyplot`` with the file-only backend."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def save_figure(fig, path: Path) -> Path:
-    """Write ``fig`` as a PNG (:func:`mopa.report.figures.save_png`, at 120 dpi)
-    and close it."""
-    from mopa.report.figures import save_png
-
-    save_png(fig, path, dpi=120)
-    figure().close(fig)
-    return path

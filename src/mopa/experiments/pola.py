@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import NamedTuple
 
 import jax
@@ -29,6 +28,7 @@ from mopa.errors import InvalidParameterError, UnknownNameError
 from mopa.eval.intervals import half_width
 from mopa.experiments.registry import register_experiment
 from mopa.experiments.stages import Stages
+from mopa.report import pola_report
 
 CONTRIB_FACTORS = (1.1, 1.25, 1.33, 1.4, 1.6)
 
@@ -149,28 +149,6 @@ def run_fig3(config: Fig3Config, seeds: int | None, progress, stages=None) -> di
     return results
 
 
-def plot_fig3(results: dict, out: Path) -> list[Path]:
-    """Bar chart of P(TFT) per contribution factor, one bar per method (Fig. 3)."""
-    from mopa.experiments import part1
-
-    plt = part1.figure()
-    p = results["p_tft"]
-    methods = list(p)
-    cfs = list(next(iter(p.values())))
-    fig, ax = plt.subplots(figsize=(8, 3.5))
-    width = 0.8 / len(methods)
-    for i, method in enumerate(methods):
-        xs = np.arange(len(cfs)) + i * width
-        ax.bar(xs, [p[method][cf] for cf in cfs], width, label=method)
-    ax.set_xticks(np.arange(len(cfs)) + 0.4 - width / 2, cfs)
-    ax.set_xlabel("contribution factor")
-    ax.set_ylabel(f"P(find TFT), {results['num_seeds']} seeds")
-    ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=7, ncol=3)
-    fig.tight_layout()
-    return [part1.save_figure(fig, out / "fig3.png")]
-
-
 register_experiment(
     "pola-fig3",
     run_fig3,
@@ -184,7 +162,7 @@ register_experiment(
         ),
     },
     "paper",
-    plot_fn=plot_fig3,
+    plot_fn=pola_report.plot_fig3,
     description="exact IPD: P(find TFT) of LOLA vs outer POLA per policy class and cf",
 )
 
@@ -440,33 +418,6 @@ def run_sampled(
     return results
 
 
-def plot_sampled(results: dict, out: Path) -> list[Path]:
-    """Reward per step vs each other and vs ALLD (and the own-coin proportion on
-    the Coin Game) against outer steps, mean +/- 95% CI over seeds (Figs. 4-5)."""
-    from mopa.experiments import part1
-
-    plt = part1.figure()
-    coin = any(r["own_coin_proportion"] is not None for r in results.values())
-    panels = [("vs_each_other", "reward per step vs each other"),
-              ("vs_alld", "reward per step vs ALLD")]  # fmt: skip
-    if coin:
-        panels.append(("own_coin", "own-coin proportion"))
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4))
-    for ax, (key, label) in zip(axes, panels, strict=True):
-        for method, r in results.items():
-            c = r["curves"]
-            x, y = np.asarray(c["outer_steps"]), np.asarray(c[key])
-            ax.plot(x, y, label=method)
-            if f"{key}_ci95" in c:
-                half = np.asarray(c[f"{key}_ci95"])
-                ax.fill_between(x, y - half, y + half, alpha=0.2)
-        ax.set_xlabel("outer steps")
-        ax.set_ylabel(label)
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    return [part1.save_figure(fig, out / "curves.png")]
-
-
 def _cpu(paper: SampledConfig, **changes) -> SampledConfig:
     return dataclasses.replace(paper, **changes)
 
@@ -544,7 +495,7 @@ for _env, _name in (("ipd", "pola-ipd"), ("coin", "pola-coin")):
             ),
         },
         "cpu",
-        plot_fn=plot_sampled,
+        plot_fn=pola_report.plot_sampled,
         description=f"{'IPD' if _env == 'ipd' else 'Coin Game'}: LOLA-DiCE, "
         "POLA-DiCE and POLA-OM vs each other and vs ALLD",
     )

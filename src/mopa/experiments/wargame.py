@@ -40,6 +40,8 @@ from mopa.errors import InvalidParameterError
 from mopa.eval.intervals import wilson_interval
 from mopa.experiments.registry import register_experiment
 from mopa.league.training import Callback, LeagueRun, TrainingConfig
+from mopa.report import wargame_report
+from mopa.report.wargame_report import rate_cell
 
 LEVELS = ("L1", "L2", "L3", "L4", "L5")
 """The scripted Red ladder, weakest first."""
@@ -149,28 +151,6 @@ def evaluate_blue(
         env_kwargs=env_kwargs,
     )
     return outcome_summary(result.wins, result.draws, result.losses)
-
-
-def rate_cell(summary: dict[str, Any], name: str = "win") -> str:
-    """``0.95 [0.91, 0.97]``: a rate and its interval."""
-    low, high = summary[f"{name}_ci95"]
-    return f"{summary[f'{name}_rate']:.3f} [{low:.3f}, {high:.3f}]"
-
-
-def outcome_columns(summary: dict[str, Any]) -> str:
-    """The ``wins | draws | losses | win | draw | loss`` cells of a table row."""
-    return (
-        f"{summary['wins']} | {summary['draws']} | {summary['losses']} | "
-        f"{rate_cell(summary)} | {rate_cell(summary, 'draw')} | "
-        f"{rate_cell(summary, 'loss')}"
-    )
-
-
-OUTCOME_HEADER = (
-    "wins | draws | losses | win rate [95% CI] | draw rate [95% CI] | "
-    "loss rate [95% CI]"
-)
-"""Column titles of :func:`outcome_columns`."""
 
 
 def training_dict(training: TrainingConfig) -> dict[str, Any]:
@@ -501,67 +481,6 @@ def run_wargame_ladder(
     }
 
 
-def ladder_rows(levels: dict[str, Any], suffix: str = "") -> list[str]:
-    """The ladder table: one row per level (named ``level + suffix``) with
-    targets and the reference."""
-    lines = [
-        f"| level | {OUTCOME_HEADER} | target | reference PPO |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for level, summary in levels.items():
-        lines.append(
-            f"| {level}{suffix} | {outcome_columns(summary)} | "
-            f"{summary['target']:.2f} | "
-            f"{summary['reference_ppo']:.2f} |"
-        )
-    return lines
-
-
-def markdown_wargame_ladder(results: dict) -> str:
-    """``results.md``: the ladder table with intervals, targets and the
-    reference's PPO baseline (and the cloned starting point's, when there is
-    one)."""
-    training = results["training"]
-    mixture = ", ".join(f"{name} {weight:g}" for name, weight in results["mixture"])
-    met = "met" if results["all_targets_met"] else "NOT met"
-    clone = results.get("clone")
-    start = (
-        "from an actor cloned from the cover-seeking scripted teacher"
-        if clone is not None
-        else "from fresh weights"
-    )
-    lines = [
-        "# A trained Blue against the scripted Red ladder (battalion_vs_red)",
-        "",
-        f"Targets (win rate at least 0.95 against L1-L4, 0.60 against L5): **{met}**.",
-        "",
-        f"Blue trained through `mopa.league` (MAPPO, discrete actions) for "
-        f"{training['env_steps']:,} steps {start}, against a per-episode mixture "
-        f"of Red levels ({mixture}); evaluated greedily over "
-        f"{results['n_episodes']} episodes per level (episode i seeded "
-        f"{results['eval_seed']} + i). Outcomes from the game's end signals; "
-        "draws (simultaneous break, 500-step limit) are counted. Intervals: 95% "
-        "Wilson.",
-        "",
-        *ladder_rows(results["levels"]),
-        "",
-        f"Training wall time: {training['wall_s']:.0f} s.",
-        "",
-    ]
-    if clone is not None:
-        lines += [
-            "## The cloned starting point (before PPO)",
-            "",
-            f"Behaviour cloning: {clone['samples']:,} teacher steps, greedy "
-            f"agreement with the teacher {clone['teacher_agreement']:.3f}, "
-            f"{clone['wall_s']:.0f} s.",
-            "",
-            *ladder_rows(clone["levels"], " (clone)"),
-            "",
-        ]
-    return "\n".join(lines)
-
-
 register_experiment(
     "wargame_ladder",
     run_wargame_ladder,
@@ -588,5 +507,5 @@ register_experiment(
     "default",
     description="a Blue trained through the league vs the scripted Red ladder "
     "L1-L5: win/draw/loss with 95% intervals beside the reference's PPO",
-    markdown_fn=markdown_wargame_ladder,
+    markdown_fn=wargame_report.markdown_wargame_ladder,
 )

@@ -113,6 +113,8 @@ from mopa.opponent.encoders import init_params as init_classifier
 from mopa.opponent.soft_belief_game import SoftBeliefGame, SoftBeliefParams
 from mopa.opponent.soft_belief_game import soft_belief_game as wrap_soft_belief
 from mopa.policy import PolicySpec, agent_inputs
+from mopa.report import wargame_report
+from mopa.report.wargame_report import CONDITIONS, PLANNERS
 
 FAMILY = STRATEGIES
 """The hidden Red strategy family; a belief is a distribution over it."""
@@ -120,8 +122,6 @@ NUM_TYPES = len(FAMILY)
 """``K``: the strategies in :data:`FAMILY`."""
 TRAINED = ("blind", "aware")
 """The trained Blues (same budget)."""
-CONDITIONS = ("blind", "aware", "oracle")
-"""Evaluation conditions, in table order."""
 FEEDS = ("none", "online", "oracle", "soft", "decoy")
 """What fills a Blue's belief slot: the flat belief (``blind``), the online
 classifier belief (``aware``), the true type (``oracle``), a soft belief of
@@ -943,11 +943,6 @@ def _summaries(
     }
 
 
-PLANNERS = ("blind_planner", "aware_planner", "oracle_planner")
-"""The planning Blues' conditions: the same plan library and win-rate table,
-choosing with the flat belief, the online belief, or the true type."""
-
-
 def _plan_evaluate_stage(config, table, folder_belief: Path, num_seeds, progress):
     def fn(folder: Path) -> dict:
         keys = episode_keys(config.seed, 3, num_seeds, config.eval_episodes)
@@ -1156,274 +1151,13 @@ def run_wargame_intent(
     }
 
 
-# -- report --------------------------------------------------------------------------
-LABELS = {
-    "blind": "type-blind Blue (observations only)",
-    "aware": "type-aware Blue (online belief)",
-    "oracle": "oracle Blue (true type; reference)",
-}
-
-
-def _by_type_header(labels: dict, names) -> tuple[str, str]:
-    """The header and rule of a markdown table with a row per Red type and a
-    column per entry of ``names`` (its label up to the parenthesis)."""
-    return (
-        "| Red type | " + " | ".join(labels[n].split(" (")[0] for n in names) + " |",
-        "| --- |" + " --- |" * len(names),
-    )
-
-
-def _rate(summary: dict) -> str:
-    lo, hi = summary["win_rate_ci95"]
-    return f"{summary['win_rate']:.3f} [{lo:.3f}, {hi:.3f}]"
-
-
-def _mean(summary: dict) -> str:
-    lo, hi = summary["ci95"]
-    return f"{summary['mean']:.2f} [{lo:.2f}, {hi:.2f}]"
-
-
-def verdict(results: dict) -> str:
-    """One sentence: whether the type-aware Blue beat the type-blind one with
-    non-overlapping 95% intervals."""
-    aware, blind = results["conditions"]["aware"], results["conditions"]["blind"]
-    if results["aware_beats_blind"]:
-        return (
-            f"The type-aware Blue beat the type-blind Blue with non-overlapping 95% "
-            f"intervals: win rate {_rate(aware)} against {_rate(blind)}."
-        )
-    return (
-        f"The type-aware Blue did not beat the type-blind Blue with non-overlapping "
-        f"95% intervals: win rate {_rate(aware)} against {_rate(blind)}."
-    )
-
-
-def plan_verdict(results: dict) -> str:
-    """One sentence: whether the planning Blue with the online belief beat the
-    planning Blue without one with non-overlapping 95% intervals."""
-    planning = results["planning"]
-    aware = planning["conditions"]["aware_planner"]
-    blind = planning["conditions"]["blind_planner"]
-    did = "beat" if planning["beats"] else "did not beat"
-    return (
-        f"The type-aware planning Blue {did} the type-blind planning Blue with "
-        f"non-overlapping 95% intervals: win rate {_rate(aware)} against "
-        f"{_rate(blind)}."
-    )
-
-
-PLAN_LABELS = {
-    "blind_planner": "type-blind planner (best single plan)",
-    "aware_planner": "type-aware planner (online belief)",
-    "oracle_planner": "oracle planner (true type; reference)",
-}
-
-
-def _planning_markdown(results: dict) -> list[str]:
-    planning = results["planning"]
-    lines = [
-        "",
-        "## The planning Blue",
-        "",
-        "Blues that choose, at every step, the plan of the family probe with the "
-        "highest expected win rate under their belief (the probe's win-rate table, "
-        "measured on other episodes): the blind one with the flat belief (it plays "
-        f"the best single plan, {planning['blind_plan']}), the aware one with the "
-        "online posterior of its own classifier (fitted on its own games with "
-        "decoy beliefs), the oracle with the true type. The same evaluation "
-        "episodes as above.",
-        "",
-        "| Blue | wins | draws | losses | win rate [95% CI] | episode return "
-        "[95% CI] |",
-        "| --- | ---: | ---: | ---: | --- | --- |",
-    ]
-    for name in PLANNERS:
-        c = planning["conditions"][name]
-        lines.append(
-            f"| {PLAN_LABELS[name]} | {c['wins']} | {c['draws']} | {c['losses']} | "
-            f"{_rate(c)} | {_mean(c['return'])} |"
-        )
-    diff, odiff = planning["difference"], planning["oracle_minus_blind"]
-    lines += [
-        "",
-        f"Paired win-rate difference: aware - blind {diff['mean']:+.3f} "
-        f"[{diff['ci95'][0]:+.3f}, {diff['ci95'][1]:+.3f}]; oracle - blind "
-        f"{odiff['mean']:+.3f} [{odiff['ci95'][0]:+.3f}, {odiff['ci95'][1]:+.3f}].",
-        "",
-        f"**{plan_verdict(results)}**",
-        "",
-        *_by_type_header(PLAN_LABELS, PLANNERS),
-    ]
-    for red in results["family"]:
-        cells = [
-            f"{_rate(planning['per_type'][n][red])}"
-            for n in PLANNERS
-            if red in planning["per_type"][n]
-        ]
-        lines.append(f"| {red} | " + " | ".join(cells) + " |")
-    belief = planning["belief"]
-    lines += [
-        "",
-        f"The planner's belief by step (temperature {belief['temperature']:.2f}):",
-        "",
-        "| step | accuracy (evaluation) | ECE (evaluation) | episodes | "
-        "accuracy (held-out) | ECE (held-out) |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for i, step in enumerate(results["belief"]["steps"]):
-        lines.append(
-            f"| {step} | {belief['accuracy_by_step'][i]:.3f} | "
-            f"{belief['ece_by_step'][i]:.3f} | {belief['n_episodes_by_step'][i]} | "
-            f"{belief['heldout_accuracy_by_step'][i]:.3f} | "
-            f"{belief['heldout_ece_by_step'][i]:.3f} |"
-        )
-    return lines
-
-
-def wargame_markdown(results: dict) -> str:
-    """``results.md``: the outcome table, per-type win rates, the belief by step."""
-    lines = [
-        "# Opponent modelling in the wargame (W7 item 4)",
-        "",
-        f"Blue against the mixed Red strategy family ({', '.join(results['family'])};"
-        f" type drawn uniformly per episode, hidden from Blue). "
-        f"{results['num_seeds']} seeds x {results['eval_episodes_per_seed']} "
-        f"episodes per condition, the same episodes for every condition; "
-        f"{results['train_steps_per_seed']:,} training steps per seed for both "
-        "trained Blues, the first "
-        f"{results.get('warm_start', 0.0):.0%} of them shared (both with the flat "
-        "belief). Win rate with its Wilson 95% interval over all episodes.",
-        "",
-        "| Blue | wins | draws | losses | win rate [95% CI] | win rate per seed "
-        "| episode return [95% CI] |",
-        "| --- | ---: | ---: | ---: | --- | --- | --- |",
-    ]
-    for name in CONDITIONS:
-        c = results["conditions"][name]
-        seeds = ", ".join(f"{r:.3f}" for r in c["seed_win_rates"])
-        lines.append(
-            f"| {LABELS[name]} | {c['wins']} | {c['draws']} | {c['losses']} | "
-            f"{_rate(c)} | {seeds} | {_mean(c['return'])} |"
-        )
-    diff = results["aware_minus_blind"]
-    odiff = results["oracle_minus_blind"]
-    lines += [
-        "",
-        f"Paired win-rate difference over the same episodes: aware - blind "
-        f"{diff['mean']:+.3f} [{diff['ci95'][0]:+.3f}, {diff['ci95'][1]:+.3f}]; "
-        f"oracle - blind {odiff['mean']:+.3f} "
-        f"[{odiff['ci95'][0]:+.3f}, {odiff['ci95'][1]:+.3f}].",
-        "",
-        f"**{verdict(results)}**",
-        "",
-        "## Win rate by Red type",
-        "",
-        "Win rate [95% CI] (wins / draws / losses) and the mean episode return "
-        "(Blue's training objective: 5 x damage dealt - 5 x damage received, "
-        "+-10 for a win or a loss, -0.01 a step).",
-        "",
-        *_by_type_header(LABELS, CONDITIONS),
-    ]
-    for red in results["family"]:
-        cells = []
-        for name in CONDITIONS:
-            s = results["per_type"][name][red]
-            cells.append(
-                f"{_rate(s)} (W{s['wins']}/D{s['draws']}/L{s['losses']}); "
-                f"return {s['return']['mean']:.2f}"
-            )
-        lines.append(f"| {red} | " + " | ".join(cells) + " |")
-    probe = results["family_probe"]
-    lines += [
-        "",
-        "## Do the strategies call for different plans?",
-        "",
-        "Scripted Blue plans (face Red, fire when it is in the arc; hold "
-        "position, from the start or until a step, then close to a distance) "
-        "against each Red type, "
-        f"{probe['num_episodes']} episodes each: win / draw / loss rates.",
-        "",
-        "| Red type | " + " | ".join(probe["plans"]) + " | best plan by win rate |",
-        "| --- |" + " --- |" * (len(probe["plans"]) + 1),
-    ]
-    for k, red in enumerate(probe["types"]):
-        cells = [
-            f"{probe['win_rate'][p][k]:.2f} / {probe['draw_rate'][p][k]:.2f} / "
-            f"{probe['loss_rate'][p][k]:.2f}"
-            for p in range(len(probe["plans"]))
-        ]
-        best = probe["best_plan_by_win_rate"][red]
-        lines.append(f"| {red} | " + " | ".join(cells) + f" | {best} |")
-    lines += [
-        "",
-        "Against the uniform family the best single plan "
-        f"({probe['best_single_plan']}) wins "
-        f"{probe['best_single_plan_win_rate']:.3f}; playing each type's best "
-        f"plan wins {probe['best_plan_per_type_win_rate']:.3f}: among these plans, "
-        "knowing the type is worth the difference.",
-    ]
-    belief = results["belief"]
-    lines += [
-        "",
-        "## Belief over Red's type by step",
-        "",
-        "The aware Blue's online belief: a classifier over the rows of Blue's own "
-        f"observations recorded every {belief['stride']} "
-        f"steps (temperature {belief['temperature']:.2f}); accuracy and ECE over "
-        "the evaluation episodes still being played at that step (and on held-out "
-        f"data episodes). Chance is {belief['chance']:.3f}.",
-        "",
-        "| step | accuracy (evaluation) | ECE (evaluation) | episodes | "
-        "accuracy (held-out) | ECE (held-out) |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for i, step in enumerate(belief["steps"]):
-        lines.append(
-            f"| {step} | {belief['accuracy_by_step'][i]:.3f} | "
-            f"{belief['ece_by_step'][i]:.3f} | {belief['n_episodes_by_step'][i]} | "
-            f"{belief['heldout_accuracy_by_step'][i]:.3f} | "
-            f"{belief['heldout_ece_by_step'][i]:.3f} |"
-        )
-    if "planning" in results:
-        lines += _planning_markdown(results)
-    lines.append("")
-    return "\n".join(lines)
-
-
-def plot_wargame_intent(results: dict, out_dir: Path) -> list[Path]:
-    """``wargame_intent_belief.png``: belief accuracy and ECE by step."""
-    from matplotlib.figure import Figure
-
-    from mopa.report.figures import save_png
-
-    belief = results["belief"]
-    steps = np.asarray(belief["steps"])
-    figure = Figure(figsize=(6.0, 3.8), dpi=100, facecolor="white")
-    axes = figure.subplots()
-    axes.plot(
-        steps, belief["accuracy_by_step"], "-o", ms=3, label="accuracy (evaluation)"
-    )
-    axes.plot(
-        steps, belief["heldout_accuracy_by_step"], "--", label="accuracy (held-out)"
-    )
-    axes.plot(steps, belief["ece_by_step"], "-s", ms=3, label="ECE (evaluation)")
-    axes.axhline(belief["chance"], color="grey", lw=0.8, ls=":", label="chance")
-    axes.set_ylim(0, 1)
-    axes.set_xlabel("game step")
-    axes.set_title("Belief over Red's strategy type")
-    axes.legend(fontsize=8)
-    axes.grid(alpha=0.3)
-    figure.tight_layout()
-    return [save_png(figure, Path(out_dir) / "wargame_intent_belief.png")]
-
-
 register_experiment(
     "wargame_intent",
     run_wargame_intent,
     PROFILES,
     "default",
-    plot_fn=plot_wargame_intent,
+    plot_fn=wargame_report.plot_wargame_intent,
     description="Wargame opponent modelling: type-aware vs type-blind Blue "
     "against the mixed Red family",
-    markdown_fn=wargame_markdown,
+    markdown_fn=wargame_report.wargame_markdown,
 )

@@ -52,16 +52,15 @@ from mopa.errors import InvalidParameterError
 from mopa.eval.intervals import proportion_difference
 from mopa.experiments.registry import register_experiment
 from mopa.experiments.wargame import (
-    OUTCOME_HEADER,
     evaluate_blue,
     ladder_red_kwargs,
-    outcome_columns,
-    rate_cell,
     train_blue,
     training_dict,
 )
 from mopa.league.curriculum import CurriculumStage
 from mopa.league.training import TrainingConfig
+from mopa.report import wargame_report
+from mopa.report.wargame_report import rate_cell
 
 BENCHMARK_TRAINING = TrainingConfig(
     game="battalion_vs_red",
@@ -355,77 +354,6 @@ def _pool(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     )
 
 
-def markdown_wargame_generalization(results: dict) -> str:
-    """``results.md``: held-out scenarios zero-shot, fine-tuned and specialist."""
-    budgets = results["budgets"]
-    criteria = results["criteria"]
-    n = results["n_episodes"]
-    ratio = criteria["fine_tuned_over_specialist"]
-    lines = [
-        "# Generalization across procedural scenarios (battalion_vs_red, Red "
-        f"{results['red']})",
-        "",
-        f"A generalist trained for {budgets['generalist_steps']:,} steps on "
-        f"{len(results['scenarios']['train'])} procedural scenarios; each held-out "
-        "scenario gets the generalist zero-shot, the generalist fine-tuned on it "
-        f"for {budgets['finetune_steps']:,} steps ({_fine_tuning_text(budgets)}), "
-        "and a specialist trained on it "
-        f"alone from scratch for {budgets['specialist_steps']:,} steps. "
-        f"{n} greedy episodes per policy and scenario; draws counted; 95% Wilson "
-        "intervals.",
-        "",
-        f"| scenario | policy | {OUTCOME_HEADER} |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    labels = {"zero_shot": "zero-shot", "fine_tuned": "fine-tuned",
-              "specialist": "specialist"}  # fmt: skip
-    for name, row in results["heldout"].items():
-        for policy, label in labels.items():
-            lines.append(f"| {name} | {label} | {outcome_columns(row[policy])} |")
-    pooled = results["pooled"]
-    for policy, label in labels.items():
-        lines.append(f"| all held-out | {label} | {outcome_columns(pooled[policy])} |")
-    lines.append(
-        "| training scenarios | generalist | "
-        f"{outcome_columns(pooled['training_scenarios'])} |"
-    )
-    lines += [
-        "",
-        "The reference's criteria on these figures: zero-shot win rate on held-out "
-        f"scenarios {criteria['zero_shot_win_rate']:.3f} (criterion >= 0.55: "
-        f"{_yes(criteria['zero_shot_at_least_0.55'])}); fine-tuned over specialist "
-        + (f"{ratio:.3f}" if ratio is not None else "undefined (specialists never won)")
-        + " (criterion >= 0.8: "
-        f"{_yes(criteria['fine_tuned_at_least_0.8_of_specialist'])}).",
-        "",
-        "Scenarios (game parameters; the terrain layout is drawn per episode):",
-        "",
-    ]
-    fields = list(next(iter(results["scenarios"]["train"].values())))
-    lines += [
-        "| scenario | set | " + " | ".join(fields) + " |",
-        "|---|---|" + "---:|" * len(fields),
-    ]
-    for group in ("train", "heldout"):
-        for name, values in results["scenarios"][group].items():
-            cells = " | ".join(f"{values[f]:g}" for f in fields)
-            lines.append(f"| {name} | {group} | {cells} |")
-    lines.append("")
-    return "\n".join(lines)
-
-
-def _fine_tuning_text(budgets: dict[str, Any]) -> str:
-    return (
-        f"learning rate {budgets['finetune_lr']:g}; in the first "
-        f"{budgets['finetune_warmup_chunks']} of {budgets['num_chunks']} chunks "
-        "only the fresh critic learns"
-    )
-
-
-def _yes(flag: bool) -> str:
-    return "met" if flag else "not met"
-
-
 # -- wargame_terrain ------------------------------------------------------------------
 def game_defaults() -> dict[str, Any]:
     """Default value of every structure and parameter field of the battalion
@@ -624,67 +552,6 @@ def run_wargame_terrain(
     }
 
 
-def markdown_wargame_terrain(results: dict) -> str:
-    """``results.md``: win/draw/loss on both terrains and the drops."""
-    budgets = results["budgets"]
-    drops, criteria = results["drops"], results["criteria"]
-
-    def terrain(values: dict[str, Any]) -> str:
-        return ", ".join(f"{k}={v}" for k, v in values.items())
-
-    lines = [
-        f"# Terrain transfer (battalion_vs_red, Red {results['red']})",
-        "",
-        f"Source terrain: {terrain(results['source'])}. Target terrain: "
-        f"{terrain(results['target'])}. Blue trained on the source for "
-        f"{budgets['source_steps']:,} steps; fine-tuned on the target for "
-        f"{budgets['finetune_steps']:,} steps from the trained weights "
-        f"({_fine_tuning_text(budgets)}). Two "
-        "controls are trained on the target from scratch: with the fine-tuning "
-        "budget (what the budget alone buys) and with the source's budget (how hard "
-        "the target terrain is for a Blue trained on it). "
-        f"{results['n_episodes']} greedy episodes per row; draws counted; 95% "
-        "Wilson intervals.",
-        "",
-        f"| policy | evaluated on | {OUTCOME_HEADER} |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    rows = (
-        ("source_on_source", "trained on source", "source"),
-        ("source_on_target", "trained on source (zero-shot)", "target"),
-        ("fine_tuned_on_target", "fine-tuned on target", "target"),
-        ("scratch_on_target", "target from scratch (fine-tuning budget)", "target"),
-        ("target_on_target", "target from scratch (source budget)", "target"),
-    )
-    for key, policy, where in rows:
-        lines.append(
-            f"| {policy} | {where} | {outcome_columns(results['evaluations'][key])} |"
-        )
-
-    def cell(entry: dict[str, Any]) -> str:
-        low, high = entry["ci95"]
-        return f"{100 * entry['diff']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]"
-
-    lines += [
-        "",
-        "Win-rate drop, source on source minus each row on the target, in points "
-        "(95% Newcombe interval):",
-        "",
-        "| | drop | reference criterion | point estimate | whole interval |",
-        "|---|---:|---|---|---|",
-        f"| zero-shot | {cell(drops['zero_shot'])} | < 20 points | "
-        f"{_yes(criteria['zero_shot_drop_under_0.20'])} | "
-        f"{_yes(criteria['zero_shot_drop_upper_under_0.20'])} |",
-        f"| fine-tuned | {cell(drops['fine_tuned'])} | < 5 points | "
-        f"{_yes(criteria['fine_tuned_drop_under_0.05'])} | "
-        f"{_yes(criteria['fine_tuned_drop_upper_under_0.05'])} |",
-        f"| from scratch, fine-tuning budget | {cell(drops['scratch'])} | | | |",
-        f"| from scratch, source budget | {cell(drops['target_trained'])} | | | |",
-        "",
-    ]
-    return "\n".join(lines)
-
-
 QUICK_SCENARIOS = dict(
     training=QUICK_TRAINING,
     finetune_steps=QUICK_TRAINING.total_timesteps,
@@ -708,7 +575,7 @@ register_experiment(
     "default",
     description="train on procedural scenarios; held-out scenarios zero-shot, "
     "fine-tuned and against specialists (win/draw/loss, 95% intervals)",
-    markdown_fn=markdown_wargame_generalization,
+    markdown_fn=wargame_report.markdown_wargame_generalization,
 )
 
 register_experiment(
@@ -721,5 +588,5 @@ register_experiment(
     "default",
     description="train on open flat terrain, test on rugged forested terrain: "
     "zero-shot and fine-tuned drops (win/draw/loss, 95% intervals)",
-    markdown_fn=markdown_wargame_terrain,
+    markdown_fn=wargame_report.markdown_wargame_terrain,
 )
