@@ -1,5 +1,6 @@
-"""``mopa verify``: the comparison rules, and the command end to end on a small
-real experiment (the exact IPD of ``pola-fig3``, quick profile)."""
+"""``mopa verify``: the comparison rules (:mod:`mopa.report.compare`), and the
+command end to end on a small real experiment (the exact IPD of ``pola-fig3``,
+quick profile)."""
 
 import json
 import math
@@ -8,7 +9,7 @@ import re
 import pytest
 
 from mopa.cli.main import main
-from mopa.experiments.verify import (
+from mopa.report.compare import (
     FLOAT_RTOL,
     TIMING_BAND,
     compare_benchmark,

@@ -29,7 +29,7 @@ def add_parser(
         "For experiments integers and text must match exactly, floats to 1e-5 "
         "relative, and times are shown, not compared; for benchmarks what was "
         "measured must match exactly and every measurement within a factor 2.5 "
-        "(mopa.experiments.verify says why). Exits 0 only when every number "
+        "(mopa.report.compare says why). Exits 0 only when every number "
         "matches, 1 when one does not.",
     )
     parser.add_argument("folder", type=Path, metavar="RESULT")
@@ -83,7 +83,7 @@ def _verify_experiment(args: argparse.Namespace) -> int:
 def _verify_benchmark(args: argparse.Namespace) -> int:
     import time
 
-    from mopa.experiments.verify import compare_benchmark, recorded_benchmark
+    from mopa.report.compare import compare_benchmark, recorded_benchmark
 
     recorded = recorded_benchmark(args.folder)
     rerun_args = args.build_parser().parse_args(recorded.argv)
@@ -115,7 +115,7 @@ def _text(value) -> str:
 def _print_report(recorded, comparisons, wall_s: float, args) -> int:
     """Print the figures side by side and the verdict; returns the exit code."""
     from mopa.core.runinfo import git_sha
-    from mopa.experiments.verify import NOT_COMPARED, same_machine_notes
+    from mopa.report.compare import NOT_COMPARED, same_machine_notes
 
     for note in same_machine_notes(recorded):
         print(f"note: {note}")

@@ -112,31 +112,35 @@ from mopa.experiments.registry import (
 from mopa.opponent import bc as bc_lib
 from mopa.opponent.beliefs import (
     bayes_beliefs,
-    fit_readout_temperature,
+    beliefs_acted_on,
     prefix_beliefs,
 )
 from mopa.opponent.calibration import (
-    accuracy_by_step,
-    ece_by_step,
-    fit_temperature,
-    reliability_diagram,
+    calibration_by_step,
 )
 from mopa.opponent.data import (
     concatenate,
     generate,
     load_dataset,
     save_dataset,
-    split,
 )
 from mopa.opponent.encoders import (
     ClassifierConfig,
     JEPAConfig,
     load_encoder,
-    make_jepa_data,
     make_prefix_data,
-    make_train,
     predict_arrival,
     save_encoder,
+)
+from mopa.opponent.intent_encoders import (
+    clone_arrays,
+    fit_arrival_readout,
+    fit_named_clones,
+    fit_prefix_classifier,
+    posterior_names,
+    prey_lead_positions,
+    seed_parts,
+    split_episodes,
 )
 from mopa.planning import (
     IntentConditionedModel,
@@ -473,23 +477,6 @@ def bc_config(config: IntentConfig) -> bc_lib.BCConfig:
     return bc_lib.BCConfig(num_actions=NUM_ACTIONS, num_epochs=config.bc_epochs)
 
 
-def _splits(dataset, seed: int):
-    """``(fit, validation, test)`` chains, stratified by intent."""
-    rest, test = split(dataset, 0.25, seed, stratify="intent")
-    fit, validation = split(rest, 0.2, seed + 1, stratify="intent")
-    return fit, validation, test
-
-
-def _positions_labels(dataset) -> tuple[np.ndarray, np.ndarray]:
-    """The prey's ``[M, T, 2]`` lead positions (:func:`lead_position`: its position
-    plus the step times its velocity, the first two numbers of its observation)
-    and ``[M]`` intents of every episode."""
-    _, params = intent_game()
-    positions = dataset.episodes("pos")[:, :, -1, :]
-    velocities = dataset.episodes("obs.prey")[:, :, 0, :2]
-    return positions + float(params.dt) * velocities, dataset.episode_labels("intent")
-
-
 def _dataset(teams_folder: Path, episodes_per_seed: int, key: jax.Array) -> list:
     """Labelled episodes of a training condition's prey against its predators,
     one dataset per seed (``seed_index`` labels the seed)."""
@@ -518,46 +505,9 @@ def _dataset(teams_folder: Path, episodes_per_seed: int, key: jax.Array) -> list
     return parts
 
 
-def _seed_parts(dataset) -> list:
-    """``dataset``'s chains of each seed, by ``seed_index``."""
-    seeds = dataset["seed_index"]
-    return [dataset.select(np.flatnonzero(seeds == s)) for s in np.unique(seeds)]
-
-
-def _clone_arrays(dataset, K: int, labels: np.ndarray | None = None):
-    """The prey's observations without the intent ``[N, D]``, its actions ``[N]``
-    and the one-hots ``[N, K]`` of every step of ``dataset``: of the intents, or
-    of ``labels`` ``[M]`` (one per episode) if given."""
-    obs = dataset.episodes("obs.prey")[:, :, 0, :]  # [M, T, D + K]
-    actions = dataset.episodes("actions.prey")[:, :, 0]  # [M, T]
-    if labels is None:
-        labels = dataset.episode_labels("intent")
-    z = np.repeat(np.eye(K)[labels][:, None, :], dataset.horizon, 1)
-    return (
-        jnp.asarray(obs[..., :-K].reshape(-1, obs.shape[-1] - K)),
-        jnp.asarray(actions.reshape(-1)),
-        jnp.asarray(z.reshape(-1, K)),
-    )
-
-
-def _posterior_names(model, params, dataset, epsilon: float) -> np.ndarray:
-    """``[M]`` the argmax of the Bayes belief under ``model`` (``params`` one
-    seed's) after each whole episode of ``dataset``: the strategy the model reads
-    in the episode's moves."""
-    K = len(INTENT_CORNERS)
-    fn = lambda ob: model.log_probs(params, ob, K)  # noqa: E731
-    final = jax.jit(jax.vmap(lambda o, a: bayes_beliefs(fn, o, a, K, epsilon)[-1]))(
-        jnp.asarray(dataset.episodes("obs.prey")[:, :, 0, :]),
-        jnp.asarray(dataset.episodes("actions.prey")[:, :, 0]),
-    )
-    return np.asarray(jnp.argmax(final, -1))
-
-
-def _names_right(names: list, parts: list) -> float:
-    """The share of episodes whose name is their intent (a figure for the report;
-    the names never see the intents)."""
-    intents = [part.episode_labels("intent") for part in parts]
-    return float(np.mean(np.concatenate(names) == np.concatenate(intents)))
+def _paths(dataset) -> tuple[np.ndarray, np.ndarray]:
+    """The prey's lead positions and intents of every episode of ``dataset``."""
+    return prey_lead_positions(dataset, float(intent_game()[1].dt))
 
 
 def _encoders(config: IntentConfig, belief_folder: Path, folder: Path) -> dict:
@@ -566,77 +516,56 @@ def _encoders(config: IntentConfig, belief_folder: Path, folder: Path) -> dict:
     belief-condition prey of each seed) against its predators."""
     _, params = intent_game()
     key = jax.random.key(config.seed)
-    parts = _dataset(belief_folder, config.data_episodes_per_seed, key)
-    dataset = concatenate(parts)
+    dataset = concatenate(_dataset(belief_folder, config.data_episodes_per_seed, key))
     save_dataset(folder / "dataset.npz", dataset)
-    fit, validation, test = _splits(dataset, config.seed)
+    fit, validation, test = split_episodes(dataset, config.seed)
     K = len(INTENT_CORNERS)
     corners = INTENT_CORNERS * float(params.intent_corner)
     key_classifier, key_jepa, key_bc = jax.random.split(jax.random.fold_in(key, 99), 3)
     lengths = tuple(range(1, fit.horizon + 1))
-
+    paths = dict(grid_size=config.grid_size, recent=config.encoder_recent)
     # (a) supervised prefix classifier, temperature on validation prefixes.
-    positions, labels = _positions_labels(fit)
-    c_config = classifier_config(config)
-    data = make_prefix_data(
-        positions,
-        labels,
-        grid_size=config.grid_size,
-        prefix_lengths=lengths,
-        recent=config.encoder_recent,
+    positions, v_paths = _paths(fit)[0], _paths(validation)
+    classifier, v_data = fit_prefix_classifier(
+        classifier_config(config),
+        key_classifier,
+        _paths(fit),
+        v_paths,
+        lengths=lengths,
+        **paths,
     )
-    c_params, c_metrics = jax.jit(make_train(c_config))(key_classifier, data)
-    v_positions, v_labels = _positions_labels(validation)
-    v_data = make_prefix_data(
-        v_positions,
-        v_labels,
-        grid_size=config.grid_size,
-        prefix_lengths=lengths,
-        recent=config.encoder_recent,
-    )
-    v_logits = c_config.module().apply(c_params, v_data.x)
-    c_temperature = fit_temperature(v_logits, v_data.labels)
-    save_encoder(
-        folder / "classifier.msgpack",
-        c_config,
-        c_params,
-        metadata={"temperature": c_temperature},
-    )
-
-    # (b) JEPA with an arrival readout; no intent labels anywhere: the temperature
-    # is fitted against the corner nearest each held-out trajectory's arrival.
+    # (b) JEPA with an arrival readout; no intent labels anywhere.
     j_config = jepa_config(config)
-    j_data = make_jepa_data(
-        positions,
-        grid_size=config.grid_size,
-        cuts=tuple(range(1, fit.horizon)),
-        target_length=config.jepa_target_length,
-        recent=config.encoder_recent,
-    )
-    j_params, j_metrics = jax.jit(make_train(j_config))(key_jepa, j_data)
-    arrival = predict_arrival(j_config, j_params, v_data.x)
-    nearest = np.argmin(
-        ((v_positions[:, -1, None, :] - corners[None]) ** 2).sum(-1), -1
-    )
-    pseudo_labels = np.repeat(nearest, len(lengths))
-    j_temperature = fit_readout_temperature(arrival, corners, pseudo_labels)
-    save_encoder(
-        folder / "jepa.msgpack",
+    jepa = fit_arrival_readout(
         j_config,
-        j_params,
-        metadata={"temperature": j_temperature},
+        key_jepa,
+        positions,
+        (v_paths[0], v_data.x),
+        corners,
+        target_length=config.jepa_target_length,
+        num_prefixes=len(lengths),
+        **paths,
     )
+    for name, encoder, config_ in (
+        ("classifier", classifier, classifier_config(config)),
+        ("jepa", jepa, j_config),
+    ):
+        save_encoder(
+            folder / f"{name}.msgpack",
+            config_,
+            encoder.params,
+            metadata={"temperature": encoder.temperature},
+        )
 
     # The behaviour clones pi(a | s, z), one per seed (each seed's prey is its own
     # policy), on that seed's fit and validation episodes: with z the intent
     # one-hot (the prey model of ``bc_belief_planner``), and with z the corner the
     # JEPA names for the episode (its readout of the whole episode; no label),
-    # whose Bayes belief is the JEPA planner's. All trained in one vmapped call.
-    clone_fit = _seed_parts(concatenate([fit, validation]))
-    clone_test = _seed_parts(test)
+    # renamed by the clone's own posterior (the JEPA planner's Bayes belief).
+    clone_fit = seed_parts(concatenate([fit, validation]))
 
     def jepa_names(part):
-        part_positions, _ = _positions_labels(part)
+        part_positions, _ = _paths(part)
         whole = make_prefix_data(
             part_positions,
             np.zeros(len(part_positions), np.int32),
@@ -644,53 +573,25 @@ def _encoders(config: IntentConfig, belief_folder: Path, folder: Path) -> dict:
             prefix_lengths=(part.horizon,),
             recent=config.encoder_recent,
         )
-        readout = predict_arrival(j_config, j_params, whole.x)
+        readout = predict_arrival(j_config, jepa.params, whole.x)
         return np.argmin(((readout[:, None, :] - corners[None]) ** 2).sum(-1), -1)
 
-    names = [jepa_names(part) for part in clone_fit]
-    fit_arrays = [_clone_arrays(part, K) for part in clone_fit] + [
-        _clone_arrays(part, K, labels)
-        for part, labels in zip(clone_fit, names, strict=True)
-    ]
-    n = min(len(arrays[1]) for arrays in fit_arrays)
-    stacked = [jnp.stack([arrays[i][:n] for arrays in fit_arrays]) for i in range(3)]
     b_config = bc_config(config)
-    both_params, both_metrics = jax.jit(jax.vmap(bc_lib.make_train(b_config)))(
-        jax.random.split(key_bc, len(fit_arrays)), *stacked
-    )
-    S = len(clone_fit)
-    b_params = jax.tree.map(lambda x: x[:S], both_params)
-    j_clone = jax.tree.map(lambda x: x[S:], both_params)
-    train_clones = jax.jit(jax.vmap(bc_lib.make_train(b_config)))
     obs_size = fit.episodes("obs.prey").shape[-1] - K
     model = PreyModel(
         bc_lib.bc_policy_spec(b_config, obs_size, K), config.greedy_prey_model
     )
-    j_loss = np.asarray(both_metrics.loss)[S:, -1].mean()
-    names_right = [_names_right(names, clone_fit)]
-    for r in range(config.jepa_name_rounds):
-        # Rename each episode by the clone's posterior after the whole episode,
-        # then refit: the clone's reading of the moves corrects the names of
-        # episodes whose arrival was not their corner.
-        names = [
-            _posterior_names(
-                model,
-                jax.tree.map(lambda x, s=s: x[s], j_clone),
-                part,
-                config.bayes_epsilon,
-            )
-            for s, part in enumerate(clone_fit)
-        ]
-        arrays = [
-            _clone_arrays(part, K, labels)
-            for part, labels in zip(clone_fit, names, strict=True)
-        ]
-        stacked = [jnp.stack([a[i][:n] for a in arrays]) for i in range(3)]
-        j_clone, clone_metrics = train_clones(
-            jax.random.split(jax.random.fold_in(key_bc, r + 1), S), *stacked
-        )
-        j_loss = np.asarray(clone_metrics.loss)[:, -1].mean()
-        names_right.append(_names_right(names, clone_fit))
+    b_params, j_clone, both_metrics, j_loss, names_right = fit_named_clones(
+        b_config,
+        key_bc,
+        clone_fit,
+        [jepa_names(part) for part in clone_fit],
+        K,
+        rounds=config.jepa_name_rounds,
+        rename=lambda params, part: posterior_names(
+            lambda ob: model.log_probs(params, ob, K), part, K, config.bayes_epsilon
+        ),
+    )
     for name, clone in (("bc", b_params), ("bc_jepa", j_clone)):
         write_msgpack(
             folder / f"{name}.msgpack",
@@ -702,12 +603,13 @@ def _encoders(config: IntentConfig, belief_folder: Path, folder: Path) -> dict:
                 bc_lib.action_match(
                     b_config,
                     jax.tree.map(lambda x, s=s: x[s], b_params),
-                    *_clone_arrays(test_part, K),
+                    *clone_arrays(test_part, K),
                 )
             )
-            for s, test_part in enumerate(clone_test)
+            for s, test_part in enumerate(seed_parts(test))
         ]
     )
+    S = len(clone_fit)
     return {
         "num_episodes": {
             "fit": fit.num_episodes,
@@ -716,10 +618,10 @@ def _encoders(config: IntentConfig, belief_folder: Path, folder: Path) -> dict:
             "clone_fit": sum(part.num_episodes for part in clone_fit),
             "clone_test": test.num_episodes,
         },
-        "classifier_temperature": float(c_temperature),
-        "classifier_final_loss": float(np.asarray(c_metrics["loss"])[-1]),
-        "jepa_temperature": float(j_temperature),
-        "jepa_final_loss": float(np.asarray(j_metrics["loss"])[-1]),
+        "classifier_temperature": float(classifier.temperature),
+        "classifier_final_loss": float(np.asarray(classifier.metrics["loss"])[-1]),
+        "jepa_temperature": float(jepa.temperature),
+        "jepa_final_loss": float(np.asarray(jepa.metrics["loss"])[-1]),
         "bc_final_loss": float(np.asarray(both_metrics.loss)[:S, -1].mean()),
         "bc_jepa_final_loss": float(j_loss),
         "jepa_names_match_intent_by_round": names_right,
@@ -758,7 +660,7 @@ def _world_models(config: IntentConfig, encoder_folder: Path, folder: Path) -> d
     """Train both world models on the encoder dataset's fit and validation
     episodes; their open-loop position RMSE by step on its test episodes."""
     env, _ = intent_game()
-    fit, validation, test = _splits(
+    fit, validation, test = split_episodes(
         load_dataset(encoder_folder / "dataset.npz"), config.seed
     )
     train = episodes_from_dataset(concatenate([fit, validation]))
@@ -811,8 +713,8 @@ def _calibration(
     _, params = intent_game()
     K = len(INTENT_CORNERS)
     dataset = load_dataset(encoder_folder / "dataset.npz")
-    _, _, test = _splits(dataset, config.seed)
-    positions, labels = _positions_labels(test)
+    _, _, test = split_episodes(dataset, config.seed)
+    positions, labels = _paths(test)
     (c_config, c_params), (j_config, j_params), (bc_params, bc_jepa_params) = (
         _load_encoders(encoder_folder)
     )
@@ -865,33 +767,13 @@ def _calibration(
             jnp.asarray(test.episodes("actions.prey")[:, :, 0]),
             jnp.asarray(test.episode_labels("seed_index")),
         )
-        uniform = jnp.full((updated.shape[0], 1, K), 1.0 / K)
-        beliefs[name] = jnp.concatenate([uniform, updated[:, :-1]], 1)
-    out: dict[str, Any] = {"num_episodes": int(len(labels))}
-    labels = jnp.asarray(labels)
-    for name, belief in beliefs.items():
-        diagram = reliability_diagram(
-            belief.reshape(-1, K),
-            jnp.repeat(labels, belief.shape[1]),
-            config.calibration_bins,
-        )
-        out[name] = {
-            "accuracy_by_step": np.asarray(accuracy_by_step(belief, labels)).tolist(),
-            "ece_by_step": np.asarray(
-                ece_by_step(belief, labels, config.calibration_bins)
-            ).tolist(),
-            "reliability": {
-                "confidence": _nan_to_none(diagram.confidence),
-                "accuracy": _nan_to_none(diagram.accuracy),
-                "count": np.asarray(diagram.count).tolist(),
-            },
-        }
+        beliefs[name] = beliefs_acted_on(updated)
+    out = {
+        "num_episodes": int(len(labels)),
+        **calibration_by_step(beliefs, labels, config.calibration_bins),
+    }
     write_json(folder / "calibration.json", out)
     return out
-
-
-def _nan_to_none(values) -> list:
-    return [None if not math.isfinite(v) else float(v) for v in np.asarray(values)]
 
 
 # -- evaluation --------------------------------------------------------------------

@@ -23,12 +23,14 @@ For predicted distributions ``probs [N, K]`` over K strategies and true labels
   data (host-side, scipy's bounded Brent search over ``log T``);
   :func:`temperature_scale` applies it.
 
-Everything except :func:`fit_temperature` is pure ``jnp`` and jittable
+Everything except :func:`fit_temperature` and :func:`calibration_by_step` (a
+JSON-able table of several beliefs' figures) is pure ``jnp`` and jittable
 (``num_bins`` static).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 import jax
@@ -174,6 +176,43 @@ def fit_temperature(
         options={"xatol": 1e-5},
     )
     return float(np.exp(result.x))
+
+
+def calibration_by_step(
+    beliefs: Any, labels: Any, num_bins: int
+) -> dict[str, dict[str, Any]]:
+    """Every belief's accuracy and ECE at every step, and its reliability
+    diagram over all steps: ``{name: {"accuracy_by_step", "ece_by_step",
+    "reliability": {"confidence", "accuracy", "count"}}}`` (lists; an empty bin's
+    confidence and accuracy ``None``).
+
+    Args:
+        beliefs: ``{name: [N, T, K]}`` the belief acted on at every step of each
+            trajectory.
+        labels: ``[N]`` the true strategies.
+        num_bins: confidence bins.
+    """
+    labels = jnp.asarray(labels)
+    out = {}
+    for name, belief in beliefs.items():
+        K = belief.shape[-1]
+        diagram = reliability_diagram(
+            belief.reshape(-1, K), jnp.repeat(labels, belief.shape[1]), num_bins
+        )
+        out[name] = {
+            "accuracy_by_step": np.asarray(accuracy_by_step(belief, labels)).tolist(),
+            "ece_by_step": np.asarray(ece_by_step(belief, labels, num_bins)).tolist(),
+            "reliability": {
+                "confidence": _nan_to_none(diagram.confidence),
+                "accuracy": _nan_to_none(diagram.accuracy),
+                "count": np.asarray(diagram.count).tolist(),
+            },
+        }
+    return out
+
+
+def _nan_to_none(values: Any) -> list:
+    return [None if not math.isfinite(v) else float(v) for v in np.asarray(values)]
 
 
 def _check(probs: Any, labels: Any) -> tuple[jax.Array, jax.Array]:
