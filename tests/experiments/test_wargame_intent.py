@@ -15,27 +15,25 @@ from mopa.errors import InvalidParameterError
 from mopa.experiments import run_experiment
 from mopa.experiments.wargame_intent import (
     CONDITIONS,
-    FAMILY,
-    MOTION_FEATURES,
-    NUM_FEATURES,
     NUM_TYPES,
     PLANNERS,
     PROFILES,
     TRAINED,
     WargameIntentConfig,
-    belief_features,
-    choose_plan,
     classifier_config,
-    classifier_input,
-    classifier_logits_fn,
-    family_index,
-    prefix_examples,
-    probe_family,
     training_segments,
-    wargame,
+)
+from mopa.opponent.battalion_belief import (
+    MOTION_FEATURES,
+    NUM_FEATURES,
+    belief_features,
+    classifier_input,
+    prefix_examples,
+    row_classifier_logits_fn,
 )
 from mopa.opponent.beliefs import init_prefix_belief, update_prefix_belief
 from mopa.opponent.encoders import init_params as init_classifier
+from mopa.planning.battalion_blue import FAMILY, choose_plan, family_game, probe_family
 from mopa.report.wargame_report import plan_verdict, verdict
 
 QUICK = PROFILES["quick"]
@@ -139,7 +137,7 @@ def test_quick_results_schema_and_counts(quick_run):
 
 
 def test_online_belief_reads_observations_never_the_type():
-    env, params = wargame()
+    env, params = family_game()
     _, state = env.reset(jax.random.key(7), params)
     (obs,) = env.observe(state, params)
     features = belief_features(obs[0], params)
@@ -153,7 +151,7 @@ def test_online_belief_reads_observations_never_the_type():
     )
     # Another hidden type, everything else equal: the same belief update.
     c_config = classifier_config(QUICK)
-    logits_fn = classifier_logits_fn(
+    logits_fn = row_classifier_logits_fn(
         c_config, init_classifier(c_config, jax.random.key(0))
     )
     beliefs = []
@@ -165,7 +163,7 @@ def test_online_belief_reads_observations_never_the_type():
             update_prefix_belief(start, belief_features(seen[0], params), logits_fn)
         )
     np.testing.assert_array_equal(beliefs[0].belief, beliefs[1].belief)
-    assert int(family_index(jnp.asarray(6))) == 0
+    assert int(env.true_intent(state.replace(red_type=jnp.asarray(6)))) == 0
 
 
 def test_prefix_examples_mask_rows_past_each_prefix():

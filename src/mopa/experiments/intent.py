@@ -156,6 +156,7 @@ from mopa.planning import (
 from mopa.planning.pursuit_planners import pursuit_lookahead, pursuit_tree_search
 from mopa.players import PolicyPlayer
 from mopa.policy import PolicySpec, read_policy_file
+from mopa.report import intent_report
 from mopa.worldmodel import (
     JEPAWorldConfig,
     LearnedDynamicsEnv,
@@ -164,11 +165,10 @@ from mopa.worldmodel import (
     constant_rmse_by_step,
     dynamics_of,
     episodes_from_dataset,
+    fit_and_score,
     load_world_model,
-    rmse_by_step,
     save_world_model,
 )
-from mopa.worldmodel import make_train as make_world_train
 
 TRAIN_CONDITIONS = ("unaware", "oracle", "belief")
 """Training conditions (presets ``exp6_mappo_<condition>``)."""
@@ -190,8 +190,6 @@ CONDITIONS = (
 )
 """Evaluation conditions mopa builds, in table order."""
 
-MISSING_CONDITIONS: tuple[str, ...] = ()
-"""Conditions of the issue not built yet (left out of ``conditions``)."""
 
 PAIRED_PREY = {
     "unaware": "unaware",
@@ -210,42 +208,6 @@ PAIRED_PREY = {
 }
 """The training condition whose prey each evaluation condition meets in the
 paired protocol (the research's pairing, ``intent.md``)."""
-
-RESEARCH = {
-    "unaware": 2.68,
-    "oracle": 4.05,
-    "oracle_random_intent": 1.42,
-    "belief_reactive": 2.82,
-    "hard_inference": 2.56,
-    "belief_planner": 4.31,
-    "flat_belief_planner": 3.07,
-    "jepa_belief_planner": 4.08,
-    "wm_ssm_planner": 2.53,
-    "wm_jepa_planner": 0.57,
-}
-"""Captures per episode in the research's Exp 6 write-up."""
-
-RERUNS = {
-    "rerun 1": {
-        "unaware": 3.17,
-        "oracle": 4.23,
-        "oracle_random_intent": 1.40,
-        "belief_reactive": 2.72,
-        "hard_inference": 2.66,
-        "belief_planner": 4.71,
-        "flat_belief_planner": 3.41,
-    },
-    "rerun 2 (partitionable threefry)": {
-        "unaware": 2.77,
-        "oracle": 3.80,
-        "oracle_random_intent": 1.45,
-        "belief_reactive": 2.75,
-        "hard_inference": 2.45,
-        "belief_planner": 4.05,
-        "flat_belief_planner": 3.41,
-    },
-}
-"""The research pipeline rerun on this project's 2-core machine (``intent.md``)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -650,12 +612,6 @@ def world_model_configs(config: IntentConfig, num_agents: int) -> dict:
     }
 
 
-def _world_dynamics(wm_config):
-    """The dynamics the planner rolls: an ensemble member drawn every step (one
-    network per step instead of all of them), or the JEPA."""
-    return dynamics_of(wm_config, member="sample")
-
-
 def _world_models(config: IntentConfig, encoder_folder: Path, folder: Path) -> dict:
     """Train both world models on the encoder dataset's fit and validation
     episodes; their open-loop position RMSE by step on its test episodes."""
@@ -669,18 +625,9 @@ def _world_models(config: IntentConfig, encoder_folder: Path, folder: Path) -> d
     out = {}
     configs = world_model_configs(config, env.num_agents)
     for i, (name, wm_config) in enumerate(configs.items()):
-        wm_params, metrics = jax.jit(make_world_train(wm_config))(
-            jax.random.fold_in(key, i), train
+        wm_params, out[name] = fit_and_score(
+            wm_config, jax.random.fold_in(key, i), train, held_out
         )
-        dynamics = _world_dynamics(wm_config)
-        by_step = rmse_by_step(dynamics, wm_params, held_out, k=5)
-        through = rmse_by_step(dynamics, wm_params, held_out, k=5, through_state=True)
-        out[name] = {
-            "rmse_5step": float(by_step[-1]),
-            "rmse_by_step": np.asarray(by_step).tolist(),
-            "rmse_5step_through_state": float(through[-1]),
-            "final_loss": float(np.asarray(metrics["loss"])[-1]),
-        }
         save_world_model(folder / f"{name}.msgpack", wm_config, wm_params, out[name])
     baseline = constant_rmse_by_step(held_out, k=5)
     out["standing_still_rmse_5step"] = float(np.asarray(baseline)[-1])
@@ -971,7 +918,7 @@ def build_entries(
     base_player, base_params = predators["belief_planner"]
     for name in WORLD_MODELS:
         wm_config, wm_params, _ = load_world_model(wm_folder / f"{name}.msgpack")
-        wm_env = LearnedDynamicsEnv(env, _world_dynamics(wm_config))
+        wm_env = LearnedDynamicsEnv(env, dynamics_of(wm_config, member="sample"))
         planner = dataclasses.replace(base_player.planner, env=wm_env)
         planner_params = base_params.planner_params.replace(
             env_params=broadcast_seeds(LearnedDynamicsParams(params, wm_params), S)
@@ -1196,24 +1143,12 @@ def run_intent(config: IntentConfig, seeds: int | None, progress, stages) -> dic
     }
 
 
-def _markdown(results: dict) -> str:
-    from mopa.report.intent_report import results_markdown
-
-    return results_markdown(results, RESEARCH, RERUNS, MISSING_CONDITIONS)
-
-
-def _plots(results: dict, out: Path) -> list[Path]:
-    from mopa.report.intent_report import write_report
-
-    return write_report(results, Path(out), RESEARCH, RERUNS, MISSING_CONDITIONS)
-
-
 register_experiment(
     "intent",
     run_intent,
     PROFILES,
     "default",
-    plot_fn=_plots,
+    plot_fn=intent_report.write_report,
     description="Exp 6: infer the prey's hidden corner and plan against the belief",
-    markdown_fn=_markdown,
+    markdown_fn=intent_report.results_markdown,
 )

@@ -124,6 +124,7 @@ from mopa.experiments.registry import (
     register_experiment,
 )
 from mopa.opponent.bc import BCConfig
+from mopa.opponent.beliefs import beliefs_acted_on
 from mopa.opponent.calibration import accuracy_by_step, ece_by_step
 from mopa.opponent.data import generate, load_dataset, save_dataset
 from mopa.opponent.online import (
@@ -137,13 +138,11 @@ from mopa.opponent.population import (
     PopulationBeliefState,
     PopulationConfig,
     fit_population,
-    init_population_belief,
+    held_out_likelihoods,
     intent_belief,
     member_belief,
     member_data,
     none_fits_probability,
-    population_beliefs,
-    population_log_probs,
     recognition_prior,
 )
 from mopa.planning import (
@@ -257,70 +256,43 @@ class PopulationExperimentConfig:
     pooled_member: bool = dataclasses.field(
         default=True, metadata={ABSENT_MEANS: False}
     )
-    """Add the family's average member to the library: one more clone, fitted on
-    the whole fitting set's data pooled
+    """Add the family's average member, fitted on the fitting set's data pooled
     (:attr:`~mopa.opponent.population.PopulationConfig.pooled_member`)."""
     fallback_model: bool = dataclasses.field(
         default=True, metadata={ABSENT_MEANS: False}
     )
-    """A model of its own for "none fits": with the none-fits probability, the
-    population planners imagine the flat-belief planner's prey (their seed's
-    belief-condition prey under a uniform corner) instead of a member
-    (:class:`~mopa.planning.PopulationOpponentModel`'s ``fallback``, the
-    GSCU-style conservative fallback). Off: an opponent no member fits is imagined
-    as drawn from the prior over members."""
+    """With the none-fits probability the population planners imagine the
+    flat-belief planner's prey (the GSCU-style ``fallback`` of
+    :class:`~mopa.planning.PopulationOpponentModel`); off: a member of the prior."""
     online_fallback: bool = dataclasses.field(
         default=True, metadata={ABSENT_MEANS: False}
     )
-    """The fallback learns the prey it meets: the population planners' fallback
-    model is corrected online to the prey's moves (:mod:`mopa.opponent.online`:
-    a linear correction of its log-probabilities, MAP-fitted after every move, and
-    imagined in proportion to its prequential evidence against the fallback
-    alone), carried across a match's episodes as the member belief is. Off: the
-    fallback as fitted (every folder written before this field). Measured with
-    the correction's own defaults, set before any game was played (RESULTS.md):
-    against the wanderer the lookahead catches 0.39 more than the flat-belief
-    planner per episode, where it tied without; against the evader it still
-    ties per episode (and pulls ahead within a match with ``online_features``
-    ``threats``)."""
+    """Correct the fallback online to the prey's moves (:mod:`mopa.opponent.online`),
+    carried across a match as the member belief is; off in older folders (what it
+    gains: RESULTS.md)."""
     online_features: str = dataclasses.field(
         default="threats", metadata={ABSENT_MEANS: "observation"}
     )
-    """What the online correction is linear in: ``observation`` (the prey's raw
-    observation, its intent left out) or ``threats`` (that and
-    :meth:`~mopa.envs.pursuit.PursuitEnv.prey_threat_features`: the nearest
-    predator's direction and distance, the pressure of all of them, and the
-    distance to the arena's edge). ``threats`` by default; ``observation`` in the
-    folders written before the field. Measured (RESULTS.md): in
-    ten-episode matches against the evader the lookahead then catches 0.34 more
-    than the flat-belief planner in episodes 6-10, interval above 0, where on the
-    observation it tied; per episode (a fresh correction) both tie with it."""
+    """What the correction is linear in: ``observation`` (the prey's, its intent
+    cut) or ``threats`` (and :meth:`~mopa.envs.pursuit.PursuitEnv.
+    prey_threat_features`; :data:`ONLINE_FEATURES`; measured: RESULTS.md)."""
     online_reweigh_base: bool = dataclasses.field(
         default=False, metadata={ABSENT_MEANS: False}
     )
-    """The online correction may reweigh the fallback's log-probabilities, not only
-    add to them (:class:`~mopa.opponent.online.OnlineResidualConfig`'s
-    ``reweigh_base``): it can discount a fallback that misleads. Off: measured
-    (RESULTS.md), it put the lookahead below the flat-belief planner per episode
-    against the evader (-0.19, interval below 0) and gained no more in matches."""
+    """Let the correction reweigh the fallback's log-probabilities
+    (:class:`~mopa.opponent.online.OnlineResidualConfig`'s ``reweigh_base``; off:
+    it lost to the flat-belief planner, RESULTS.md)."""
     online_free_fit: bool = dataclasses.field(
         default=True, metadata={ABSENT_MEANS: False}
     )
-    """The online correction also fits the features without the fallback, as a
-    third hypothesis weighed by its own evidence
-    (:class:`~mopa.opponent.online.OnlineResidualConfig`'s ``free_fit``): for a
-    prey the fallback misdescribes so badly that outweighing it costs more than
-    learning anew. On by default; off in the folders written before the field.
-    Measured (RESULTS.md): against the evader, in ten-episode matches the
-    lookahead then catches 0.41 more than the flat-belief planner over the match
-    (0.10 without it), and per episode it is level with it as before."""
+    """Also fit the features without the fallback, a third hypothesis weighed by
+    its own evidence (:class:`~mopa.opponent.online.OnlineResidualConfig`'s
+    ``free_fit``); off in older folders (what it gains: RESULTS.md)."""
     greedy_population_model: bool = dataclasses.field(
         default=False, metadata={ABSENT_MEANS: False}
     )
-    """The population planners imagine each member playing its clone's argmax
-    (:class:`~mopa.planning.PopulationOpponentModel`'s ``greedy``), as the own-seed
-    and true-model planners imagine their prey under ``greedy_prey_model``. Off:
-    a member's moves are drawn from its clone."""
+    """Imagine each member playing its clone's argmax
+    (:class:`~mopa.planning.PopulationOpponentModel`'s ``greedy``); off: drawn."""
     bayes_epsilon: float = 0.05
     """Likelihood floor of every Bayes update (own-seed, true-model, population)."""
     fallback_prior: float = 0.01
@@ -328,23 +300,15 @@ class PopulationExperimentConfig:
     planning_prior: float | None = dataclasses.field(
         default=None, metadata={ABSENT_MEANS: 0.01}
     )
-    """The prior the population planners' none-fits probability starts from
+    """The prior of the population planners' none-fits probability
     (:func:`~mopa.opponent.population.planner_belief`); ``None``: the recognition
-    rule, ``1 - fallback_prior`` (:func:`~mopa.opponent.population.
-    recognition_prior`: the fallback is imagined until the moves recognise the
-    family as strongly as the flag needs to say "none fits"). Folders written
-    before this field planned on the belief's own prior (0.01 in every one)."""
+    rule (:func:`~mopa.opponent.population.recognition_prior`)."""
     mcts_planning_prior: float | None = dataclasses.field(
         default=0.01, metadata={ABSENT_MEANS: None}
     )
     """The tree search's own prior for its none-fits probability; ``None``: the
-    lookahead's (``planning_prior`` resolved). 0.01, the belief's own prior: each
-    decision's search draws its particles from the belief, so a prey of the family
-    is imagined as the family from the first steps. Chosen against the fitting
-    set, each prey's clone left out (``benchmarks/population_tuning.py --vary
-    planning_prior``, RESULTS.md): the recognition rule catches 4.25 there, 0.5
-    catches 4.60 and 0.01 4.62. Folders written before this field searched on the
-    lookahead's prior."""
+    lookahead's. 0.01 was chosen against the fitting set, each prey's clone left
+    out (``population_tuning --vary planning_prior``, RESULTS.md)."""
     out_of_family: tuple[str, ...] = dataclasses.field(
         default=("evader", "wanderer"), metadata={ABSENT_MEANS: ("evader",)}
     )
@@ -359,18 +323,13 @@ class PopulationExperimentConfig:
         default=50, metadata={ABSENT_MEANS: None}
     )
     """Episodes per predator seed of every row against each out-of-family prey
-    (``None``: ``eval_episodes``). More than against a trained prey: it is one prey,
-    not a pool, and the planner's comparison with the flat-belief planner there is a
-    difference of two means."""
+    (``None``: ``eval_episodes``): one prey, not a pool."""
     paired_out_of_family: bool = dataclasses.field(
         default=True, metadata={ABSENT_MEANS: False}
     )
-    """Every row plays the same episodes against an out-of-family prey (the same
-    keys: the same starting positions and the prey's own draws; the tournament's
-    ``fold_cells=False``), and ``population_planner``'s difference from
-    ``flat_belief_planner`` there is the mean of the per-episode differences with
-    its interval. Off: independent episodes per row, the two means' errors added
-    in quadrature."""
+    """Every row plays the same episodes against an out-of-family prey, and the
+    difference from ``flat_belief_planner`` is paired
+    (:func:`~mopa.eval.protocol.row_difference`); off: independent episodes."""
     match_episodes: int = 10
     """``M``: consecutive episodes of a match against one prey."""
     matches_per_seed: int = 6
@@ -383,11 +342,7 @@ class PopulationExperimentConfig:
     """Discount inside rollouts."""
     mcts_particles: int = 8
     """(Intent, member) pairs drawn from the belief per tree search, at the
-    lookahead's simulator budget (fewer particles, more simulations: 8 gives 75
-    simulations a decision, 2 gives 277). Against the fitting set 2 catches more
-    (``benchmarks/population_tuning.py --vary mcts_particles``); against held-out
-    prey the two
-    catch the same, and 2 takes 1.9x the search's time (RESULTS.md)."""
+    lookahead's simulator budget (8: 75 simulations a decision; RESULTS.md)."""
     distance_weight: float = 1.0
     """Weight of the imagined prey's distance to the nearest predator at the
     horizon."""
@@ -664,68 +619,27 @@ def load_clones(folder: Path) -> Any:
 
 
 # -- the belief on held-out prey -----------------------------------------------------
-@jax.jit
-def episode_beliefs(
-    log_probs: jax.Array,
-    actions: jax.Array,
-    epsilon: float | jax.Array,
-    fallback_prior: float | jax.Array,
-) -> PopulationBeliefState:
-    """The joint belief after every step of each episode, from a fresh belief
-    (uniform priors).
-
-    Args:
-        log_probs: ``[E, T, 1, K, M, A]`` the model's log-probabilities of the
-            prey's actions (:func:`~mopa.opponent.population.population_log_probs`
-            of its observations; one member's slice ``M = 1`` for a single clone).
-        actions: ``[E, T, 1]`` its moves.
-        epsilon: the likelihood floor.
-        fallback_prior: the prior probability that no member fits.
-
-    Returns:
-        Leaves ``[E, T, ...]``: row ``t`` after the moves of steps ``0..t``.
-    """
-    K, M = log_probs.shape[-3:-1]
-    start = init_population_belief(K, M, fallback_prior=fallback_prior)
-    return jax.vmap(lambda lp, a: population_beliefs(start, lp, a, epsilon))(
-        log_probs, actions
-    )
 
 
 def _belief(config, clone_folder: Path, data_folder: Path, folder: Path) -> dict:
     """Intent accuracy and ECE by step, and the held-out log-likelihood of the
     population against every single clone, on the held-out prey's data."""
-    pop_config = config.population_config()
     clones = load_clones(clone_folder)
-    M = jax.tree.leaves(clones)[0].shape[0]
-    K = pop_config.num_intents
-    eps, prior = config.bayes_epsilon, config.fallback_prior
-    log_probs_fn = jax.jit(
-        lambda clones, obs: population_log_probs(pop_config, clones, obs)
-    )
     beliefs, labels = [], []
     population_ll, clone_ll, moves = {}, {}, {}
     for name in config.held_out_prey:
         obs, actions, intents = prey_arrays(load_dataset(data_folder / f"{name}.npz"))
-        log_probs = log_probs_fn(clones, obs)  # [E, T, 1, K, M, A]
-        states = episode_beliefs(log_probs, actions, eps, prior)
-        # The belief acted on at step t has seen the moves before t.
-        after = jax.vmap(jax.vmap(intent_belief))(states)  # [E, T, K]
-        uniform = jnp.full((after.shape[0], 1, K), 1.0 / K)
-        beliefs.append(jnp.concatenate([uniform, after[:, :-1]], 1))
+        states, population_ll[name], clone_ll[name] = held_out_likelihoods(
+            config.population_config(),
+            clones,
+            obs,
+            actions,
+            config.bayes_epsilon,
+            config.fallback_prior,
+        )
+        beliefs.append(beliefs_acted_on(jax.vmap(jax.vmap(intent_belief))(states)))
         labels.append(intents)
         moves[name] = int(actions.size)
-        population_ll[name] = float(jnp.sum(states.log_likelihood[:, -1]))
-        clone_ll[name] = [
-            float(
-                jnp.sum(
-                    episode_beliefs(
-                        log_probs[..., m : m + 1, :], actions, eps, prior
-                    ).log_likelihood[:, -1]
-                )
-            )
-            for m in range(M)
-        ]
     belief = jnp.concatenate(beliefs)
     label = jnp.asarray(np.concatenate(labels))
     total_moves = sum(moves.values())

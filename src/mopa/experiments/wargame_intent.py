@@ -68,7 +68,6 @@ intervals over all episodes of all seeds, with the per-seed rates beside them.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import time
 import warnings
@@ -85,58 +84,53 @@ from mopa.algos.mappo.train import make_trainer
 from mopa.algos.trainer import seed_keys
 from mopa.core.checkpoint import read_msgpack, write_msgpack
 from mopa.core.checks import check_fields, check_fraction
-from mopa.envs import make
-from mopa.envs.battalion import BattalionParams
-from mopa.envs.scripted_red import (
-    RED_TYPE_INDEX,
-    RED_TYPES,
-    STRATEGIES,
-    heuristic_blue,
-)
 from mopa.errors import InvalidParameterError
 from mopa.eval.intervals import mean_interval
 from mopa.eval.protocol import outcome_stats, win_difference
 from mopa.experiments.registry import register_experiment
+from mopa.opponent.battalion_belief import (
+    MOTION_FEATURES,
+    NUM_FEATURES,
+    prefix_examples,
+    row_classifier_logits_fn,
+)
 from mopa.opponent.beliefs import (
-    init_prefix_belief,
     prefix_beliefs,
-    soft_belief,
-    update_prefix_belief,
 )
 from mopa.opponent.calibration import (
-    accuracy,
-    expected_calibration_error,
+    calibration_by_row,
     fit_temperature,
 )
-from mopa.opponent.encoders import ClassifierConfig, ClassifierData, make_train
+from mopa.opponent.encoders import ClassifierConfig, make_train
 from mopa.opponent.encoders import init_params as init_classifier
 from mopa.opponent.soft_belief_game import SoftBeliefGame, SoftBeliefParams
 from mopa.opponent.soft_belief_game import soft_belief_game as wrap_soft_belief
-from mopa.policy import PolicySpec, agent_inputs
+from mopa.planning.battalion_blue import (
+    FAMILY,
+    PROBE_PLANS,
+    BlueBeliefConfig,
+    choose_plan,
+    episode_keys,
+    family_game,
+    make_plan_play,
+    make_play,
+    play_seeds,
+    probe_family,
+)
+from mopa.policy import PolicySpec
 from mopa.report import wargame_report
 from mopa.report.wargame_report import CONDITIONS, PLANNERS
 
-FAMILY = STRATEGIES
-"""The hidden Red strategy family; a belief is a distribution over it."""
 NUM_TYPES = len(FAMILY)
 """``K``: the strategies in :data:`FAMILY`."""
 TRAINED = ("blind", "aware")
 """The trained Blues (same budget)."""
-FEEDS = ("none", "online", "oracle", "soft", "decoy")
-"""What fills a Blue's belief slot: the flat belief (``blind``), the online
-classifier belief (``aware``), the true type (``oracle``), a soft belief of
-random sharpness (the training distribution), or a soft belief of random
-sharpness about a type drawn independently of Red's (the belief stage's data:
-Blue plays as it would on every kind of belief, but its own moves say nothing
-about Red's type, so the classifier must read Red's)."""
 BELIEF_INPUT_VERSION = 3
 """Version of the classifier's input (:func:`classifier_input`), part of the
 config of every stage that fits or uses a classifier."""
 RED_FAMILY_VERSION = 2
 """Version of the family's scripts (:mod:`mopa.envs.scripted_red`), part of every
 stage's config so that finished stages of an older family are not reused."""
-NUM_FEATURES = 19
-"""Features per recorded step: Blue's 17 observations and Red's map position."""
 CHECKPOINT_FORMAT = "mopa-wargame-intent-blue"
 """Format tag of a trained Blue's file (``stages/train/{blind,aware}.msgpack``)."""
 BELIEF_FORMAT = "mopa-wargame-intent-belief"
@@ -253,27 +247,16 @@ pipeline, not the numbers)."""
 
 
 # -- the game ------------------------------------------------------------------------
-def family_index_table(red_types: tuple[str, ...] = FAMILY) -> np.ndarray:
-    """``[len(RED_TYPES)]`` int32: the index in :data:`FAMILY` of every Red type
-    (``-1`` outside the family); ``red_types`` must be the family."""
-    if tuple(red_types) != FAMILY:
-        raise InvalidParameterError(
-            f"the game must play the strategy family {FAMILY}, got {red_types}"
-        )
-    table = np.full(len(RED_TYPES), -1, np.int32)
-    for i, name in enumerate(FAMILY):
-        table[RED_TYPE_INDEX[name]] = i
-    return table
-
-
-def family_index(red_type: jax.Array) -> jax.Array:
-    """``[]`` int32: the index in :data:`FAMILY` of ``state.red_type``."""
-    return jnp.asarray(family_index_table())[red_type]
-
-
-def wargame(discrete: bool = True) -> tuple[Any, BattalionParams]:
-    """``battalion_vs_red`` against the mixed strategy family (uniform types)."""
-    return make("battalion_vs_red", red="mixed", discrete=discrete)
+def blue_config(config: WargameIntentConfig) -> BlueBeliefConfig:
+    """How the evaluated Blues keep and are fed their belief."""
+    return BlueBeliefConfig(
+        classifier=classifier_config(config),
+        belief_stride=config.belief_stride,
+        belief_rows=config.belief_rows,
+        alpha_low=config.alpha_low,
+        alpha_high=config.alpha_high,
+        greedy=config.greedy,
+    )
 
 
 def sharpness_ranges(config: WargameIntentConfig) -> dict[str, tuple[float, float]]:
@@ -287,10 +270,8 @@ def soft_belief_game(
 ) -> tuple[SoftBeliefGame, SoftBeliefParams]:
     """The training game of a Blue whose belief has sharpness in
     ``[alpha_low, alpha_high]`` (:func:`~mopa.opponent.soft_belief_game.
-    soft_belief_game` of :func:`wargame`)."""
-    env, _ = wargame()
-    family_index_table(env.red_types)
-    return wrap_soft_belief(env, alpha_low, alpha_high)
+    soft_belief_game` of :func:`~mopa.planning.battalion_blue.family_game`)."""
+    return wrap_soft_belief(family_game()[0], alpha_low, alpha_high)
 
 
 # -- training ------------------------------------------------------------------------
@@ -428,15 +409,6 @@ def load_blue(path: Path) -> tuple[PolicySpec, Any]:
 
 
 # -- the belief ----------------------------------------------------------------------
-def belief_features(obs: jax.Array, params: BattalionParams) -> jax.Array:
-    """``[NUM_FEATURES]`` what the belief reads from one step: Blue's observation
-    ``[17]`` and Red's map position (x / width, y / height) recovered from it
-    (Blue's position plus the observed distance along the observed bearing)."""
-    diagonal = jnp.sqrt(params.map_width**2 + params.map_height**2)
-    distance = obs[6] * diagonal
-    red_x = obs[0] + distance * obs[7] / params.map_width
-    red_y = obs[1] + distance * obs[8] / params.map_height
-    return jnp.concatenate([obs, jnp.stack([red_x, red_y])])
 
 
 def classifier_config(config: WargameIntentConfig) -> ClassifierConfig:
@@ -450,359 +422,13 @@ def classifier_config(config: WargameIntentConfig) -> ClassifierConfig:
     )
 
 
-MOTION_FEATURES = (6, 17, 18)
-"""Features whose change from one row to the next the classifier also reads:
-the distance to Red and Red's map position (how Red moved)."""
-MOTION_SCALE = 10.0
-"""Scale of those changes (a row's move of 50 m reads 0.5)."""
-
-
-def classifier_input(prefix: jax.Array, length: jax.Array) -> jax.Array:
-    """``[R * (F + M) + 1]`` the classifier's input: the prefix rows ``[R, F]``
-    (zeros past ``length``) flattened, the change of the :data:`MOTION_FEATURES`
-    ``[R, M]`` from the row before (zeros in the first row and past ``length``,
-    times :data:`MOTION_SCALE`) flattened, then ``length / R``."""
-    rows = prefix.shape[0]
-    index = jnp.asarray(MOTION_FEATURES)
-    change = (prefix[1:, index] - prefix[:-1, index]) * MOTION_SCALE
-    seen = (jnp.arange(1, rows) < length)[:, None]
-    motion = jnp.concatenate(
-        [jnp.zeros((1, index.size)), jnp.where(seen, change, 0.0)], 0
-    )
-    fraction = jnp.asarray(length, jnp.float32)[None] / rows
-    return jnp.concatenate([prefix.reshape(-1), motion.reshape(-1), fraction])
-
-
-def classifier_logits_fn(c_config: ClassifierConfig, c_params: Any):
-    """The :data:`~mopa.opponent.beliefs.LogitsFn` of the belief classifier."""
-    module = c_config.module()
-
-    def logits_fn(prefix: jax.Array, length: jax.Array) -> jax.Array:
-        return module.apply(c_params, classifier_input(prefix, length))
-
-    return logits_fn
-
-
-def prefix_examples(
-    rows: np.ndarray, num_rows: np.ndarray, labels: np.ndarray
-) -> ClassifierData:
-    """Every prefix of every episode as a classifier example.
-
-    Args:
-        rows: ``[M, R, F]`` recorded rows (zeros past each episode's count).
-        num_rows: ``[M]`` rows recorded in each episode (at least 1).
-        labels: ``[M]`` each episode's type in :data:`FAMILY`.
-
-    Returns:
-        :class:`ClassifierData` with one example per (episode, prefix length
-        ``1..num_rows``), inputs as :func:`classifier_input`.
-    """
-    R = rows.shape[1]
-    mask = np.arange(R)[None, :, None] < np.arange(1, R + 1)[:, None, None]  # [L, R, 1]
-    prefixes, lengths, ys = [], [], []
-    for m in range(rows.shape[0]):
-        count = int(num_rows[m])
-        prefixes.append(np.where(mask[:count], rows[m][None], 0.0))
-        lengths.append(np.arange(1, count + 1))
-        ys.append(np.full(count, labels[m], np.int32))
-    x = jax.jit(jax.vmap(classifier_input))(
-        jnp.asarray(np.concatenate(prefixes), jnp.float32),
-        jnp.asarray(np.concatenate(lengths), jnp.int32),
-    )
-    return ClassifierData(x, jnp.asarray(np.concatenate(ys)))
-
-
 # -- playing -------------------------------------------------------------------------
-@functools.lru_cache(maxsize=8)
-def make_play(config: WargameIntentConfig, spec: PolicySpec) -> Callable:
-    """``play(actor_params, classifier_params, temperature, feed, keys [N]) ->
-    dict of [N, ...]``: one episode per key of a trained Blue against the mixed
-    family (discrete actions; jitted; one program for every feed).
-
-    ``feed`` (an index into :data:`FEEDS`, traced) chooses what fills the
-    Blue's belief slot: ``none`` the flat ``1 / K`` (the blind Blue), ``online``
-    the classifier's belief, ``oracle`` the true type's one-hot, ``soft`` a soft
-    belief of the training sharpness, ``decoy`` one about a type drawn
-    independently of Red's. The online belief (:func:`classifier_
-    logits_fn` of ``classifier_params`` at ``temperature``) is updated from
-    Blue's own observation every ``belief_stride`` steps
-    (:func:`~mopa.opponent.beliefs.update_prefix_belief`); the type enters only
-    the ``oracle`` and ``soft`` feeds and the labels.
-
-    Returns (per episode): ``outcome`` (1 win, 0 draw, -1 loss), ``return``
-    (Blue's episode return, the training objective), ``label`` (Red's
-    type in :data:`FAMILY`), ``length`` (steps played), ``rows [R, F]`` and
-    ``num_rows`` (what the belief read), ``beliefs [R, K]`` (the online belief
-    after each row).
-    """
-    module = spec.module()
-
-    def act(actor_params, obs, fed, step, key):
-        x = jnp.concatenate([obs, fed[None]], -1)
-        logits = module.apply(actor_params, agent_inputs(spec, x))
-        if config.greedy:
-            return jnp.argmax(logits, -1).astype(jnp.int32)
-        return jax.random.categorical(key, logits).astype(jnp.int32)
-
-    return _make_episodes(config, wargame(), act)
-
-
-@functools.lru_cache(maxsize=8)
-def make_plan_play(config: WargameIntentConfig) -> Callable:
-    """:func:`make_play` for the planning Blue (continuous actions): its
-    ``actor_params`` are the win-rate table ``[P, K]`` of the plans of
-    :data:`PROBE_PLANS` against the types of :data:`FAMILY` (the family probe's,
-    measured on other episodes), and at every step it plays the plan with the
-    highest expected win rate under the belief it is fed (:func:`choose_plan`)."""
-    env, params = make("battalion_vs_red", red="mixed")
-    ranges = jnp.asarray([r for r, _ in PROBE_PLANS.values()], jnp.float32)
-    starts = jnp.asarray([t for _, t in PROBE_PLANS.values()], jnp.int32)
-
-    def act(table, obs, fed, step, key):
-        plan = choose_plan(table, fed)
-        distance = jnp.where(step < starts[plan], 1e9, ranges[plan])
-        return heuristic_blue(obs[0], params, distance)[None]
-
-    return _make_episodes(config, (env, params), act)
-
-
-def choose_plan(table: jax.Array, belief: jax.Array) -> jax.Array:
-    """``[]`` int32: the plan with the highest expected win rate under the
-    belief, ``argmax_p sum_k belief[k] table[p, k]`` (the first on a tie).
-
-    Args:
-        table: ``[P, K]`` win rate of each plan against each type.
-        belief: ``[K]`` the belief over the types.
-    """
-    return jnp.argmax(table @ belief).astype(jnp.int32)
-
-
-def _make_episodes(config: WargameIntentConfig, game: tuple, act: Callable):
-    """The jitted, vmapped episode of :func:`make_play` with the Blue's action
-    ``act(actor_params, obs [1, 17], fed belief [K], step [], key) -> action``."""
-    env, params = game
-    horizon = int(params.max_steps)
-    c_config = classifier_config(config)
-    stride, R = config.belief_stride, config.belief_rows
-
-    def episode(actor_params, c_params, temperature, feed, key):
-        logits_fn = classifier_logits_fn(c_config, c_params)
-        key_reset, key_alpha, key_run, key_decoy = jax.random.split(key, 4)
-        obs, state = env.reset(key_reset, params)
-        label = family_index(state.red_type)
-        alpha = jax.random.uniform(
-            key_alpha, (), minval=config.alpha_low, maxval=config.alpha_high
-        )
-        flat = jnp.full((NUM_TYPES,), 1.0 / NUM_TYPES)
-        oracle = jax.nn.one_hot(label, NUM_TYPES)
-        soft = soft_belief(label, alpha, NUM_TYPES)
-        decoy_type = jax.random.randint(key_decoy, (), 0, NUM_TYPES)
-        decoy = soft_belief(decoy_type, alpha, NUM_TYPES)
-
-        def step(carry, key_step):
-            obs, state, belief, alive, outcome, length, total = carry
-            record = alive & (state.step % stride == 0) & (belief.length < R)
-            features = belief_features(obs[0][0], params)
-            updated = update_prefix_belief(belief, features, logits_fn, temperature)
-            belief = jax.tree.map(
-                lambda new, old: jnp.where(record, new, old), updated, belief
-            )
-            fed = jnp.stack([flat, belief.belief, oracle, soft, decoy])[feed]
-            key_act, key_env = jax.random.split(key_step)
-            action = act(actor_params, obs[0], fed, state.step, key_act)
-            obs, state, rewards, terminated, truncated, info = env.step(
-                key_env, state, (action,), params
-            )
-            done = terminated | truncated
-            code = jnp.where(info["blue_win"], 1, jnp.where(info["red_win"], -1, 0))
-            outcome = jnp.where(alive & done, code, outcome)
-            length = length + alive.astype(jnp.int32)
-            total = total + alive * rewards[0][0]
-            carry = (obs, state, belief, alive & ~done, outcome, length, total)
-            return carry, None
-
-        init = (
-            obs,
-            state,
-            init_prefix_belief(R, NUM_FEATURES, NUM_TYPES),
-            jnp.ones((), bool),
-            jnp.full((), -2, jnp.int32),
-            jnp.zeros((), jnp.int32),
-            jnp.zeros((), jnp.float32),
-        )
-        (_, _, belief, _, outcome, length, total), _ = jax.lax.scan(
-            step, init, jax.random.split(key_run, horizon)
-        )
-        # [R, K]: row r is the belief after r + 1 rows (rows past num_rows repeat
-        # zeros and are masked by the callers).
-        beliefs = prefix_beliefs(logits_fn, belief.prefix, NUM_TYPES, temperature)
-        return {
-            "outcome": outcome,
-            "return": total,
-            "label": label,
-            "length": length,
-            "rows": belief.prefix,
-            "num_rows": belief.length,
-            "beliefs": beliefs,
-        }
-
-    return jax.jit(jax.vmap(episode, in_axes=(None, None, None, None, 0)))
-
-
-def play_seeds(
-    play: Callable,
-    stacked_params: Any,
-    c_params: Any,
-    temperature: float,
-    feed: str,
-    keys: jax.Array,
-) -> dict[str, np.ndarray]:
-    """:func:`make_play`'s ``play`` for every seed's parameters (host loop over
-    the leading seed axis; seed ``s`` plays ``keys[s]``): arrays ``[S, N, ...]``.
-
-    Args:
-        feed: a name of :data:`FEEDS`.
-        keys: ``[S, N]`` episode keys.
-    """
-    if feed not in FEEDS:
-        raise InvalidParameterError(f"feed must be one of {FEEDS}, got {feed!r}")
-    num_seeds = jax.tree.leaves(stacked_params)[0].shape[0]
-    index = jnp.asarray(FEEDS.index(feed), jnp.int32)
-    temperature = jnp.asarray(temperature, jnp.float32)
-    runs = [
-        play(
-            jax.tree.map(lambda x, s=s: x[s], stacked_params),
-            c_params,
-            temperature,
-            index,
-            keys[s],
-        )
-        for s in range(num_seeds)
-    ]
-    return {k: np.stack([np.asarray(r[k]) for r in runs]) for k in runs[0]}
-
-
-def episode_keys(seed: int, salt: int, num_seeds: int, num_episodes: int) -> jax.Array:
-    """``[S, N]`` episode keys, the same for every condition (common random
-    numbers: same terrain, start and Red type), different for every seed."""
-    base = jax.random.fold_in(jax.random.key(seed), salt)
-    index = jnp.arange(num_seeds * num_episodes)
-    keys = jax.vmap(lambda i: jax.random.fold_in(base, i))(index)
-    return keys.reshape(num_seeds, num_episodes)
 
 
 # -- do the strategies call for different plans? -------------------------------------
-PROBE_PLANS = {
-    "close to 50 m": (50.0, 0),
-    "close to 120 m": (120.0, 0),
-    "hold position": (1e9, 0),
-    "hold, close to 50 m from step 200": (50.0, 200),
-    "hold, close to 50 m from step 300": (50.0, 300),
-}
-"""Scripted Blue plans of the family probe, ``name: (distance, from step)``:
-:func:`~mopa.envs.scripted_red.heuristic_blue` (face Red, fire when it is in the
-arc) holding its position until the step, then closing to the distance."""
-
-
-def probe_family(num_episodes: int, seed: int) -> dict[str, Any]:
-    """Each plan of :data:`PROBE_PLANS` against each type of :data:`FAMILY`
-    (continuous actions), in one program vmapped over plans, types and episodes.
-
-    If one plan were best against every type, knowing the type could not help a
-    Blue restricted to these plans; where the best plan differs by type, it can.
-
-    Returns:
-        ``{"plans": [...], "types": [...], "win_rate", "draw_rate", "loss_rate":
-        [P][K] lists, "best_plan_by_win_rate": {type: plan}, "best_single_plan"
-        (best mean win rate over the uniform family) and its win rate,
-        "best_plan_per_type_win_rate" (the mean win rate of playing each type's
-        best plan: what knowing the type is worth among these plans),
-        "num_episodes"}``.
-    """
-    env, params = make("battalion_vs_red", red="mixed")
-    horizon = int(params.max_steps)
-    ranges = jnp.asarray([r for r, _ in PROBE_PLANS.values()], jnp.float32)
-    starts = jnp.asarray([t for _, t in PROBE_PLANS.values()], jnp.int32)
-    probs = jnp.asarray(
-        [np.eye(len(RED_TYPES))[RED_TYPE_INDEX[red]] for red in FAMILY], jnp.float32
-    )
-    keys = episode_keys(seed, 4, 1, num_episodes)[0]
-
-    def episode(close_range, start, red_probs, key):
-        game = params.replace(red_probs=red_probs)
-        key_reset, key_run = jax.random.split(key)
-        obs, state = env.reset(key_reset, game)
-
-        def step(carry, key_step):
-            obs, state, alive, outcome = carry
-            distance = jnp.where(state.step < start, 1e9, close_range)
-            action = heuristic_blue(obs[0][0], game, distance)[None]
-            obs, state, _, terminated, truncated, info = env.step(
-                key_step, state, (action,), game
-            )
-            done = terminated | truncated
-            code = jnp.where(info["blue_win"], 1, jnp.where(info["red_win"], -1, 0))
-            return (
-                obs,
-                state,
-                alive & ~done,
-                jnp.where(alive & done, code, outcome),
-            ), None
-
-        init = (obs, state, jnp.ones((), bool), jnp.full((), -2, jnp.int32))
-        (_, _, _, outcome), _ = jax.lax.scan(
-            step, init, jax.random.split(key_run, horizon)
-        )
-        return outcome
-
-    play = jax.vmap(episode, in_axes=(None, None, None, 0))
-    play = jax.vmap(play, in_axes=(None, None, 0, None))
-    outcomes = np.asarray(
-        jax.jit(jax.vmap(play, in_axes=(0, 0, None, None)))(ranges, starts, probs, keys)
-    )  # [P, K, N]
-    plans = list(PROBE_PLANS)
-    win = (outcomes == 1).mean(-1)  # [P, K]
-    single = int(np.argmax(win.mean(1)))
-    return {
-        "plans": plans,
-        "types": list(FAMILY),
-        "win_rate": win.tolist(),
-        "draw_rate": (outcomes == 0).mean(-1).tolist(),
-        "loss_rate": (outcomes == -1).mean(-1).tolist(),
-        "best_plan_by_win_rate": {
-            red: plans[int(np.argmax(win[:, k]))] for k, red in enumerate(FAMILY)
-        },
-        "best_single_plan": plans[single],
-        "best_single_plan_win_rate": float(win[single].mean()),
-        "best_plan_per_type_win_rate": float(win.max(0).mean()),
-        "num_episodes": num_episodes,
-    }
 
 
 # -- statistics ----------------------------------------------------------------------
-def belief_by_step(
-    beliefs: np.ndarray, valid: np.ndarray, labels: np.ndarray, num_bins: int
-) -> dict[str, list[float]]:
-    """Accuracy, ECE and the number of episodes at every belief row.
-
-    Args:
-        beliefs: ``[M, R, K]`` the belief after each row.
-        valid: ``[M, R]`` whether the episode was still being played at that row.
-        labels: ``[M]`` the true types.
-    """
-    out: dict[str, list[float]] = {"accuracy": [], "ece": [], "n_episodes": []}
-    for r in range(beliefs.shape[1]):
-        keep = np.asarray(valid[:, r], bool)
-        if not keep.any():
-            out["accuracy"].append(float("nan"))
-            out["ece"].append(float("nan"))
-            out["n_episodes"].append(0)
-            continue
-        probs, y = jnp.asarray(beliefs[keep, r]), jnp.asarray(labels[keep])
-        out["accuracy"].append(float(accuracy(probs, y)))
-        out["ece"].append(float(expected_calibration_error(probs, y, num_bins)))
-        out["n_episodes"].append(int(keep.sum()))
-    return out
 
 
 def _valid_rows(num_rows: np.ndarray, rows: int) -> np.ndarray:
@@ -871,13 +497,13 @@ def _belief_stage(
                 "temperature": temperature,
             },
         )
-        logits_fn = classifier_logits_fn(c_config, c_params)
+        logits_fn = row_classifier_logits_fn(c_config, c_params)
         test_beliefs = jax.jit(
             jax.vmap(
                 lambda prefix: prefix_beliefs(logits_fn, prefix, NUM_TYPES, temperature)
             )
         )(jnp.asarray(rows[test]))
-        heldout = belief_by_step(
+        heldout = calibration_by_row(
             np.asarray(test_beliefs),
             _valid_rows(num_rows[test], config.belief_rows),
             labels[test],
@@ -952,7 +578,7 @@ def _plan_evaluate_stage(config, table, folder_belief: Path, num_seeds, progress
         stacked = jnp.broadcast_to(
             jnp.asarray(table, jnp.float32), (num_seeds, *np.shape(table))
         )
-        play = make_plan_play(config)
+        play = make_plan_play(blue_config(config))
         feeds = dict(zip(PLANNERS, ("none", "online", "oracle"), strict=True))
         runs = {}
         for name in PLANNERS:
@@ -966,7 +592,7 @@ def _plan_evaluate_stage(config, table, folder_belief: Path, num_seeds, progress
                 f"({time.perf_counter() - tick:.1f} s)"
             )
         aware = runs["aware_planner"]
-        online = belief_by_step(
+        online = calibration_by_row(
             aware["beliefs"].reshape(-1, config.belief_rows, NUM_TYPES),
             _valid_rows(aware["num_rows"], config.belief_rows),
             aware["label"].reshape(-1),
@@ -996,7 +622,7 @@ def _evaluate_stage(config, folders: dict[str, Path], num_seeds: int, progress):
         spec = blues["aware"][0]
         if blues["blind"][0] != spec:
             raise RuntimeError("the blind and aware Blues must share one network")
-        play = make_play(config, spec)
+        play = make_play(blue_config(config), spec)
         feeds = {"blind": "none", "aware": "online", "oracle": "oracle"}
         players = {"blind": "blind", "aware": "aware", "oracle": "aware"}
         runs = {}
@@ -1014,7 +640,7 @@ def _evaluate_stage(config, folders: dict[str, Path], num_seeds: int, progress):
         conditions = summary["conditions"]
         labels = runs["blind"]["label"]
         aware = runs["aware"]
-        online = belief_by_step(
+        online = calibration_by_row(
             aware["beliefs"].reshape(-1, config.belief_rows, NUM_TYPES),
             _valid_rows(aware["num_rows"], config.belief_rows),
             labels.reshape(-1),
@@ -1062,7 +688,7 @@ def run_wargame_intent(
 
     def trained_aware():
         spec, params = load_blue(folders["train"] / "aware.msgpack")
-        return make_play(config, spec), params
+        return make_play(blue_config(config), spec), params
 
     # The belief's input is part of the stages that fit or use a classifier.
     described_belief = {**described, "belief_input": BELIEF_INPUT_VERSION}
@@ -1101,7 +727,7 @@ def run_wargame_intent(
         stacked = jnp.broadcast_to(
             jnp.asarray(table, jnp.float32), (num_seeds, *np.shape(table))
         )
-        return make_plan_play(config), stacked
+        return make_plan_play(blue_config(config)), stacked
 
     plan_belief = stages.run(
         "plan_belief",
