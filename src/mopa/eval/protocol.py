@@ -319,3 +319,9 @@ def match_stats(scores: Any, name: str = "captures") -> dict[str, Any]:
         "late_minus_first": mean_stats(late - scores[:, 0]),
         "late_episodes": [M // 2 + 1, M],
     }
+
+
+def mean_std(values: list[float]) -> dict[str, float]:
+    """``{"mean", "std"}`` over encoder seeds."""
+    array = np.asarray(values, np.float64)
+    return {"mean": float(array.mean()), "std": float(array.std())}

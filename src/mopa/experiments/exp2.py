@@ -42,12 +42,14 @@ from mopa.algos.presets import check_recipe
 from mopa.core.checks import check_fields, check_probability
 from mopa.envs import make
 from mopa.errors import InvalidParameterError
+from mopa.eval.protocol import mean_std
 from mopa.experiments import part1
 from mopa.experiments.registry import recipe_field, register_experiment
 from mopa.experiments.stages import file_fingerprint
 from mopa.opponent import data as trajectory_data
 from mopa.opponent.encoders import VAEConfig
-from mopa.opponent.representations import raw_sequence
+from mopa.opponent.metrics import score_vae_seeds
+from mopa.opponent.representations import raw_sequence, window_occupancy
 from mopa.report import exp2_report
 
 ENV = "tag_static"
@@ -238,7 +240,7 @@ def _dataset(config, num_seeds, runs, stages) -> str:
         parts = []
         for index, variant in enumerate(VARIANTS):
             parts.append(
-                part1.play_dataset(
+                trajectory_data.play_dataset(
                     ENV,
                     runs[variant]["env_overrides"],
                     part1.load_teams(runs[variant]["run"]),
@@ -315,7 +317,7 @@ def _mine(config, data_path, stages) -> dict[str, Any]:
             ]
             counts, _ = np.histogram(np.clip(steps, edges[0], edges[-1]), edges)
             result["histogram"]["counts"][name] = counts.tolist()
-            occupancy = part1.window_occupancy(
+            occupancy = window_occupancy(
                 prey[rows], 0, prey.shape[1], config.grid_size
             ).mean(0)
             result["occupancy"][name] = occupancy.reshape(
@@ -356,29 +358,19 @@ def _encode(config, data_path, stages) -> dict[str, Any]:
         train, test = trajectory_data.split_indices(
             len(variant), config.test_fraction, config.seed, checkpoint
         )
-        vae = config.vae(horizon)
-        by_variant, by_checkpoint = [], []
         num_checkpoints = len(np.unique(checkpoint))
-        for encoder_seed in range(config.encoder_seeds):
-            params = part1.fit_vae(
-                vae, features[train], config.seed * 1000 + encoder_seed
-            )
-            z = part1.latent_means(vae, params, features)
-            by_variant.append(
-                part1.score_latents(
-                    z[train], variant[train], z[test], variant[test],
-                    len(VARIANTS), encoder_seed,
-                )
-            )  # fmt: skip
-            by_checkpoint.append(
-                part1.score_latents(
-                    z[train], checkpoint[train], z[test], checkpoint[test],
-                    num_checkpoints, encoder_seed,
-                )
-            )  # fmt: skip
+        (by_variant, by_checkpoint), _ = score_vae_seeds(
+            config.vae(horizon),
+            features,
+            train,
+            test,
+            [(variant, len(VARIANTS)), (checkpoint, num_checkpoints)],
+            config.encoder_seeds,
+            config.seed * 1000,
+        )
 
         def stats(scores, key):
-            return part1.mean_std([s[key] for s in scores])
+            return mean_std([s[key] for s in scores])
 
         return {
             "vae_ari": stats(by_variant, "ari"),

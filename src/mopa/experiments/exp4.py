@@ -58,6 +58,7 @@ from mopa.experiments.registry import recipe_field, register_experiment
 from mopa.experiments.stages import file_fingerprint
 from mopa.opponent import data as trajectory_data
 from mopa.opponent.metrics import probe_accuracy_split
+from mopa.opponent.representations import window_occupancy
 from mopa.report import exp4_report
 
 ENV = "tag_resources"
@@ -215,7 +216,7 @@ def _train_and_probe(
     run = part1.train_stage(stages, f"train_{name}{suffix}", train, progress)
 
     def build(folder: Path) -> dict[str, Any]:
-        dataset = part1.play_dataset(
+        dataset = trajectory_data.play_dataset(
             ENV,
             game,
             part1.load_teams(run["run"]),
@@ -241,7 +242,7 @@ def _train_and_probe(
         labels = dataset.episode_labels("placement").astype(np.int64)
         prey = dataset.positions("prey")  # [C, 25, 2]
         raw = prey.reshape(prey.shape[0], -1)
-        occ = part1.window_occupancy(prey, 0, prey.shape[1], config.grid_size)
+        occ = window_occupancy(prey, 0, prey.shape[1], config.grid_size)
         train_index, test_index = trajectory_data.split_indices(
             len(labels), config.test_fraction, config.seed, labels
         )

@@ -84,37 +84,24 @@ from mopa.envs import make
 from mopa.envs.wrappers import AutoReset
 from mopa.errors import InvalidParameterError
 from mopa.eval.intervals import mean_interval
+from mopa.eval.protocol import mean_std
 from mopa.eval.tournament import TournamentEntry, play_tournament
 from mopa.experiments import part1
 from mopa.experiments.registry import recipe_field, register_experiment
 from mopa.experiments.stages import file_fingerprint
 from mopa.opponent import bc
 from mopa.opponent import data as trajectory_data
-from mopa.opponent.encoders import VAEConfig, load_encoder, save_encoder
-from mopa.opponent.metrics import probe_accuracy_split
-from mopa.opponent.representations import occupancy
+from mopa.opponent.encoders import VAEConfig, latent_means, load_encoder, save_encoder
+from mopa.opponent.metrics import probe_accuracy_split, score_vae_seeds
+from mopa.opponent.representations import occupancy, window_occupancy
 from mopa.players import PolicyPlayer
-from mopa.policy import make_act_fn
 from mopa.report import exp5_report
+from mopa.report.exp5_report import RESEARCH
 
 PLACEMENTS = ("circle", "corners")
 """The specialists' placements; a chain's label is the index of its placement."""
 ENV = "tag_balanced"
 ALGOS = ("iql", "mappo")
-
-RESEARCH = {
-    "probe_occupancy": {"iql": 0.98, "mappo": 0.96},
-    "vae_ari_L100": 0.87,
-    "latent_probe_L100": 0.99,
-    "mappo_latent_probe": 0.83,
-    "bc_action_match": 0.62,
-    "bc_majority": 0.24,
-    "steering_rate": 0.85,
-    "captures_cotrained": 1.59,
-    "captures_unfamiliar": 0.91,
-    "brittleness_drop": 0.43,
-}
-"""The research's Exp 5 figures (README), shown beside mopa's."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -254,7 +241,7 @@ def _dataset(config, num_seeds, algo, runs, stages) -> str:
         for index, placement in enumerate(PLACEMENTS):
             teams = part1.load_teams(runs[f"{algo}_{placement}"]["run"])
             parts.append(
-                part1.play_dataset(
+                trajectory_data.play_dataset(
                     ENV,
                     {"resource_placement": placement},
                     teams,
@@ -302,7 +289,7 @@ def _encode(config, algo, data_path, stages) -> dict[str, Any]:
         # One episode per example: every episode of every chain.
         horizon = dataset.horizon
         episodes = prey.reshape(-1, horizon, 2)
-        episode_occ = part1.window_occupancy(episodes, 0, horizon, config.grid_size)
+        episode_occ = window_occupancy(episodes, 0, horizon, config.grid_size)
         episode_labels = np.repeat(labels, dataset.episodes_per_chain)
         per_chain = dataset.episodes_per_chain
         train_ep = (train[:, None] * per_chain + np.arange(per_chain)).ravel()
@@ -330,60 +317,31 @@ def _encode(config, algo, data_path, stages) -> dict[str, Any]:
         }
         vae = config.vae()
         for length in config.lengths:
-            features = part1.window_occupancy(
-                prey, steps - length, steps, config.grid_size
-            )
+            features = window_occupancy(prey, steps - length, steps, config.grid_size)
             result["probe_occupancy_by_L"][str(length)] = probe_accuracy_split(
                 features[train], labels[train], features[test], labels[test]
             )
-            scores = []
-            for encoder_seed in range(config.encoder_seeds):
-                params = part1.fit_vae(
-                    vae, features[train], config.seed * 1000 + encoder_seed
-                )
-                if encoder_seed == 0:
-                    path = folder / f"vae_L{length}.msgpack"
-                    save_encoder(path, vae, params)
-                    result["encoder_files"][str(length)] = str(path)
-                z = part1.latent_means(vae, params, features)
-                scores.append(
-                    part1.score_latents(
-                        z[train], labels[train], z[test], labels[test], 2, encoder_seed
-                    )
-                )
+            (scores,), params = score_vae_seeds(
+                vae,
+                features,
+                train,
+                test,
+                [(labels, 2)],
+                config.encoder_seeds,
+                config.seed * 1000,
+            )
+            path = folder / f"vae_L{length}.msgpack"
+            save_encoder(path, vae, params)
+            result["encoder_files"][str(length)] = str(path)
             for key, name in (
                 ("ari", "vae_ari_by_L"),
                 ("nmi", "vae_nmi_by_L"),
                 ("probe", "latent_probe_by_L"),
             ):
-                result[name][str(length)] = part1.mean_std([s[key] for s in scores])
+                result[name][str(length)] = mean_std([s[key] for s in scores])
         return result
 
     return stages.run(f"encode_{algo}", described, run)
-
-
-def _strip_resources(env):
-    """The prey's observation without its resource block (``[..., D] -> [..., D']``)."""
-    width = 3 * env.num_resources
-
-    def strip(obs):
-        return obs[..., : obs.shape[-1] - width]
-
-    return strip
-
-
-class _Predators:
-    """``others_fn`` for the steering test: fixed predator weights, prey ignored."""
-
-    def __init__(self, spec, params):
-        self.spec, self.params = spec, params
-
-    def __call__(self, key, obs, state):
-        del state
-        carry = jnp.zeros((self.spec.num_agents, self.spec.carry_size))
-        reset = jnp.zeros((self.spec.num_agents,), bool)
-        act = make_act_fn(self.spec)(self.params, key, obs[0], carry, reset, True)[0]
-        return (act, jnp.zeros(obs[1].shape[:-1], jnp.int32))
 
 
 def _behaviour_clone(config, algo, data_path, encoded, runs, stages) -> dict:
@@ -413,7 +371,8 @@ def _behaviour_clone(config, algo, data_path, encoded, runs, stages) -> dict:
         horizon, steps = dataset.horizon, dataset.steps_per_chain
         start = steps - horizon  # the held-out (cloned) episode: the chain's last
         env, _ = make(ENV)
-        strip = _strip_resources(env)
+        width = 3 * env.num_resources  # the prey's resource block, cut off
+        strip = lambda obs: obs[..., : obs.shape[-1] - width]  # noqa: E731
         obs = strip(dataset["obs.prey"][:, start:, 0])  # [C, H, D']
         actions = dataset["actions.prey"][:, start:, 0]  # [C, H]
         bc_config = bc.BCConfig(
@@ -452,10 +411,8 @@ def _behaviour_clone(config, algo, data_path, encoded, runs, stages) -> dict:
             if length > start:
                 continue
             vae, vae_params = load_encoder(encoded["encoder_files"][str(length)])
-            features = part1.window_occupancy(
-                prey, start - length, start, config.grid_size
-            )
-            z = part1.latent_means(vae, vae_params, features)
+            features = window_occupancy(prey, start - length, start, config.grid_size)
+            z = latent_means(vae, vae_params, features)
             params, by_length[str(length)] = fit_and_match(z)
             latents[length] = (z, params)
         majority = float(
@@ -468,7 +425,7 @@ def _behaviour_clone(config, algo, data_path, encoded, runs, stages) -> dict:
         z_b = z_train[label_train == 1].mean(0)
         episodes = prey.reshape(-1, horizon, 2)
         episode_labels = np.repeat(labels, dataset.episodes_per_chain)
-        occ = part1.window_occupancy(episodes, 0, horizon, config.grid_size)
+        occ = window_occupancy(episodes, 0, horizon, config.grid_size)
         route_a, route_b = (
             occ[episode_labels == 0].mean(0),
             occ[episode_labels == 1].mean(0),
@@ -509,7 +466,9 @@ def _behaviour_clone(config, algo, data_path, encoded, runs, stages) -> dict:
                         jnp.asarray(route_b),
                         route_fn,
                         1,
-                        _Predators(spec, part1.seed_params(stack, seed)),
+                        bc.fixed_team_fn(
+                            spec, jax.tree.map(lambda x, seed=seed: x[seed], stack)
+                        ),
                         config.steering_episodes,
                         num_steps,
                         strip,
@@ -517,7 +476,7 @@ def _behaviour_clone(config, algo, data_path, encoded, runs, stages) -> dict:
                     rates[index, seed] = float(result.rate)
                     scores[index, seed] = (result.toward_a + result.toward_b) / 2
             by_steps[num_steps] = rates, scores
-            routes = part1.window_occupancy(prey, 0, num_steps, grid)
+            routes = window_occupancy(prey, 0, num_steps, grid)
             reference[str(num_steps)] = float(
                 bc.route_separability(
                     routes[labels == 0], routes[labels == 1], route_a, route_b
@@ -541,7 +500,7 @@ def _behaviour_clone(config, algo, data_path, encoded, runs, stages) -> dict:
             },
             "bc_latent_by_L": by_length,
             "steering_rate": float(headline.mean()),
-            "steering_ci95": _seed_interval(per_seed),
+            "steering_ci95": mean_interval(per_seed, method="t")["ci95"],
             "steering_ci95_episodes": [
                 float(np.percentile(draws, q)) for q in (2.5, 97.5)
             ],
@@ -556,12 +515,6 @@ def _behaviour_clone(config, algo, data_path, encoded, runs, stages) -> dict:
         }
 
     return stages.run(f"bc_{algo}", described, run)
-
-
-def _seed_interval(values: np.ndarray) -> list[float]:
-    """95% Student-t interval of the mean of ``values [S]`` (one per seed); the
-    point itself when there is a single seed."""
-    return mean_interval(values, method="t")["ci95"]
 
 
 def _brittleness(config, algo, runs, stages) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 ARENA_BOUNDS = (-1.0, 1.0)
 """Default extent of the histogram grid on both axes (the pursuit spawn area)."""
@@ -169,3 +170,15 @@ def recent_positions(
         raise ValueError(f"recent_positions: count must be >= 1, got {count}")
     index = jnp.clip(end - count + jnp.arange(count), 0, positions.shape[0] - 1)
     return positions[index].reshape(-1)
+
+
+def window_occupancy(
+    positions: np.ndarray, start: int, stop: int, grid_size: int
+) -> np.ndarray:
+    """``[C, G x G]`` occupancy of steps ``[start, stop)`` of every chain.
+
+    Args:
+        positions: ``[C, S, 2]`` one agent's positions over each chain.
+    """
+    hist = jax.vmap(lambda p: occupancy(p, grid_size, start, stop))(positions)
+    return np.asarray(hist).reshape(positions.shape[0], -1)

@@ -9,6 +9,20 @@ import numpy as np
 
 from mopa.report.figures import pyplot, save_figure
 
+RESEARCH = {
+    "probe_occupancy": {"iql": 0.98, "mappo": 0.96},
+    "vae_ari_L100": 0.87,
+    "latent_probe_L100": 0.99,
+    "mappo_latent_probe": 0.83,
+    "bc_action_match": 0.62,
+    "bc_majority": 0.24,
+    "steering_rate": 0.85,
+    "captures_cotrained": 1.59,
+    "captures_unfamiliar": 0.91,
+    "brittleness_drop": 0.43,
+}
+"""The research's Exp 5 figures (README), shown beside mopa's."""
+
 
 def results_markdown(results: dict) -> str:
     """``results.md``: mopa's Exp 5 figures beside the research's."""
