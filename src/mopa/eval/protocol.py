@@ -325,3 +325,53 @@ def mean_std(values: list[float]) -> dict[str, float]:
     """``{"mean", "std"}`` over encoder seeds."""
     array = np.asarray(values, np.float64)
     return {"mean": float(array.mean()), "std": float(array.std())}
+
+
+def outcome_tables(
+    runs: Mapping[str, Mapping[str, np.ndarray]],
+    names: Sequence[str],
+    first: str,
+    second: str,
+    types: Sequence[str],
+) -> dict[str, Any]:
+    """Outcome tables of the rows ``names`` played on the same episode keys:
+    :func:`outcome_stats` and the mean return per row, the same per opponent type
+    (``types``, indexed by the runs' ``label``), the paired win difference
+    ``first - second`` (:func:`win_difference`), whether ``first`` beat ``second``
+    with non-overlapping intervals, and the mean episode length.
+
+    Args:
+        runs: ``{row: {"outcome", "return", "label", "length": [S, N]}}``.
+    """
+    labels = runs[names[0]]["label"]
+    for name in names:  # the same keys give the same opponent types
+        if not np.array_equal(runs[name]["label"], labels):
+            raise RuntimeError(f"{name} met other opponent types than {names[0]}")
+    conditions = {
+        n: {
+            **outcome_stats(runs[n]["outcome"]),
+            "return": mean_interval(runs[n]["return"]),
+        }
+        for n in names
+    }
+    per_type = {
+        n: {
+            kind: {
+                **outcome_stats(runs[n]["outcome"][labels == k][None]),
+                "return": mean_interval(runs[n]["return"][labels == k]),
+            }
+            for k, kind in enumerate(types)
+            if np.any(labels == k)
+        }
+        for n in names
+    }
+    return {
+        "conditions": conditions,
+        "per_type": per_type,
+        "difference": win_difference(runs[first]["outcome"], runs[second]["outcome"]),
+        "beats": bool(
+            conditions[first]["win_rate_ci95"][0]
+            > conditions[second]["win_rate_ci95"][1]
+        ),
+        "mean_episode_length": {n: float(np.mean(runs[n]["length"])) for n in names},
+    }

@@ -110,11 +110,6 @@ from mopa.experiments.registry import (
     register_experiment,
 )
 from mopa.opponent import bc as bc_lib
-from mopa.opponent.beliefs import (
-    bayes_beliefs,
-    beliefs_acted_on,
-    prefix_beliefs,
-)
 from mopa.opponent.calibration import (
     calibration_by_step,
 )
@@ -137,6 +132,7 @@ from mopa.opponent.intent_encoders import (
     fit_arrival_readout,
     fit_named_clones,
     fit_prefix_classifier,
+    path_beliefs,
     posterior_names,
     prey_lead_positions,
     seed_parts,
@@ -153,6 +149,7 @@ from mopa.planning import (
     intent_predator_params,
     jepa_logits_fn,
 )
+from mopa.planning.intent_player import episode_bayes_beliefs
 from mopa.planning.pursuit_planners import pursuit_lookahead, pursuit_tree_search
 from mopa.players import PolicyPlayer
 from mopa.policy import PolicySpec, read_policy_file
@@ -681,40 +678,28 @@ def _calibration(
         ),
     }
     beliefs = {
-        name: jax.jit(
-            jax.vmap(
-                lambda trajectory, fn=fn, t=t: prefix_beliefs(
-                    fn, trajectory, K, t, config.min_belief_steps
-                )
-            )
-        )(jnp.asarray(positions))
+        name: path_beliefs(fn, positions, K, t, config.min_belief_steps)
         for name, (fn, t) in sources.items()
     }
-    # Bayes: the belief at step t has seen the actions before t. From the prey's
-    # own policy (the online belief: the belief-condition prey of each episode's
-    # seed), from its behaviour clone and from the clone of the JEPA's names, on
-    # the same held-out episodes.
+    # Bayes from the prey's own policy (the online belief: the belief-condition
+    # prey of each episode's seed), from its behaviour clone and from the clone
+    # of the JEPA's names, on the same held-out episodes.
     prey_spec, prey_params = read_teams(belief_folder)["prey"]
-    obs_size = prey_spec.obs_size - K
-    clone_spec = bc_lib.bc_policy_spec(bc_config(config), obs_size, K)
-    greedy = config.greedy_prey_model
-    for name, model, stacked in (
-        ("bayes", PreyModel(prey_spec, greedy), prey_params),
-        ("bc_bayes", PreyModel(clone_spec, greedy), bc_params),
-        ("jepa_bayes", PreyModel(clone_spec, greedy), bc_jepa_params),
+    clone_spec = bc_lib.bc_policy_spec(bc_config(config), prey_spec.obs_size - K, K)
+    for name, spec, stacked in (
+        ("bayes", prey_spec, prey_params),
+        ("bc_bayes", clone_spec, bc_params),
+        ("jepa_bayes", clone_spec, bc_jepa_params),
     ):
-
-        def after(o, a, s, model=model, stacked=stacked):
-            p = jax.tree.map(lambda x: x[s], stacked)
-            fn = lambda ob: model.log_probs(p, ob, K)  # noqa: E731
-            return bayes_beliefs(fn, o, a, K, config.bayes_epsilon)
-
-        updated = jax.jit(jax.vmap(after))(
+        beliefs[name] = episode_bayes_beliefs(
+            PreyModel(spec, config.greedy_prey_model),
+            stacked,
             jnp.asarray(test.episodes("obs.prey")[:, :, 0, :]),
             jnp.asarray(test.episodes("actions.prey")[:, :, 0]),
             jnp.asarray(test.episode_labels("seed_index")),
+            K,
+            config.bayes_epsilon,
         )
-        beliefs[name] = beliefs_acted_on(updated)
     out = {
         "num_episodes": int(len(labels)),
         **calibration_by_step(beliefs, labels, config.calibration_bins),
@@ -786,7 +771,6 @@ def build_entries(
     oracle_spec, oracle_params = teams["oracle"]["predator"]
     belief_spec, belief_params = teams["belief"]["predator"]
     S = jax.tree.leaves(oracle_params)[0].shape[0]
-    greedy = config.greedy_prey_model
     common = dict(
         classifier=c_config,
         jepa=j_config,
@@ -796,48 +780,36 @@ def build_entries(
         commit_step=config.commit_step,
         bayes_epsilon=config.bayes_epsilon,
     )
+
+    def player(spec, sources, model_spec, planner=None):
+        return IntentPredator(
+            env,
+            spec,
+            sources=sources,
+            planner=planner,
+            prey_model=PreyModel(model_spec, config.greedy_prey_model),
+            **common,
+        )
+
     unaware = IntentPredator(env, unaware_spec, feed_none=True, **common)
-    reactive = IntentPredator(
-        env,
-        oracle_spec,
-        sources=BELIEF_SOURCES,
-        prey_model=PreyModel(prey_spec, greedy),
-        **common,
-    )
-    true_planner = IntentPredator(
-        env,
+    reactive = player(oracle_spec, BELIEF_SOURCES, prey_spec)
+    lookahead = lookahead_planner(config, env, belief_spec, prey_spec)
+    true_planner = player(belief_spec, BELIEF_SOURCES, prey_spec, lookahead)
+    clone_planner = player(
         belief_spec,
-        sources=BELIEF_SOURCES,
-        planner=lookahead_planner(config, env, belief_spec, prey_spec),
-        prey_model=PreyModel(prey_spec, greedy),
-        **common,
+        ("bayes",),
+        clone_spec,
+        lookahead_planner(config, env, belief_spec, clone_spec, clone=True),
     )
-    clone_planner = IntentPredator(
-        env,
+    jepa_planner = player(belief_spec, ("bayes",), clone_spec, lookahead)
+    mcts_planner = player(
         belief_spec,
-        sources=("bayes",),
-        planner=lookahead_planner(config, env, belief_spec, clone_spec, clone=True),
-        prey_model=PreyModel(clone_spec, greedy),
-        **common,
-    )
-    jepa_planner = IntentPredator(
-        env,
-        belief_spec,
-        sources=("bayes",),
-        planner=lookahead_planner(config, env, belief_spec, prey_spec),
-        prey_model=PreyModel(clone_spec, greedy),
-        **common,
-    )
-    mcts_planner = IntentPredator(
-        env,
-        belief_spec,
-        sources=BELIEF_SOURCES,
-        planner=tree_search_planner(config, env, belief_spec, prey_spec),
-        prey_model=PreyModel(prey_spec, greedy),
-        **common,
+        BELIEF_SOURCES,
+        prey_spec,
+        tree_search_planner(config, env, belief_spec, prey_spec),
     )
 
-    def entry_params(policy_params, source, feed, prey_params, planner_opponent=None):
+    def entry_params(policy_params, source, feed, prey_params, planner_opponent):
         """``prey_params``: the Bayes source's prey model (``[S]``-stacked);
         ``planner_opponent``: the planner's rollout prey, if it plans."""
         return intent_predator_params(
@@ -854,64 +826,44 @@ def build_entries(
         )
 
     # Each predator models the prey it was co-trained with (its seed's); the
-    # clone planner models the behaviour clone only.
-    prey_oracle = teams["oracle"]["prey"][1]
-    prey_belief = teams["belief"]["prey"][1]
-    clone = bc_params  # one clone per seed
-    oracle_fed = dict(source="bayes", prey_params=prey_oracle)
-    planning = dict(
-        feed="belief", prey_params=prey_belief, planner_opponent=prey_belief
-    )
-    predators = {
-        "unaware": (
-            unaware,
-            entry_params(unaware_params, "flat", "none", prey_oracle),
-        ),
-        "oracle": (reactive, entry_params(oracle_params, feed="true", **oracle_fed)),
+    # clone planner models the behaviour clone only (one clone per seed).
+    prey_oracle, prey_belief = teams["oracle"]["prey"][1], teams["belief"]["prey"][1]
+    conditions = {  # player, policy, source, feed, Bayes model, rollout prey
+        "unaware": (unaware, unaware_params, "flat", "none", prey_oracle, None),
+        "oracle": (reactive, oracle_params, "bayes", "true", prey_oracle, None),
         "oracle_random_intent": (
-            reactive,
-            entry_params(oracle_params, feed="random", **oracle_fed),
+            reactive, oracle_params, "bayes", "random", prey_oracle, None,
         ),
         "hard_inference": (
-            reactive,
-            entry_params(oracle_params, feed="commit", **oracle_fed),
+            reactive, oracle_params, "bayes", "commit", prey_oracle, None,
         ),
         "belief_reactive": (
-            reactive,
-            entry_params(belief_params, "bayes", "belief", prey_belief),
+            reactive, belief_params, "bayes", "belief", prey_belief, None,
         ),
         "belief_planner": (
-            true_planner,
-            entry_params(belief_params, "bayes", **planning),
+            true_planner, belief_params, "bayes", "belief", prey_belief, prey_belief,
         ),
         "flat_belief_planner": (
-            true_planner,
-            entry_params(belief_params, "flat", **planning),
+            true_planner, belief_params, "flat", "belief", prey_belief, prey_belief,
         ),
         "jepa_belief_planner": (
-            jepa_planner,
-            entry_params(
-                belief_params,
-                "bayes",
-                "belief",
-                bc_jepa_params,
-                planner_opponent=prey_belief,
-            ),
+            jepa_planner, belief_params, "bayes", "belief", bc_jepa_params,
+            prey_belief,
         ),
         "supervised_belief_planner": (
-            true_planner,
-            entry_params(belief_params, "classifier", **planning),
+            true_planner, belief_params, "classifier", "belief", prey_belief,
+            prey_belief,
         ),
         "bc_belief_planner": (
-            clone_planner,
-            entry_params(
-                belief_params, "bayes", "belief", clone, planner_opponent=clone
-            ),
+            clone_planner, belief_params, "bayes", "belief", bc_params, bc_params,
         ),
         "mcts_planner": (
-            mcts_planner,
-            entry_params(belief_params, "bayes", **planning),
+            mcts_planner, belief_params, "bayes", "belief", prey_belief, prey_belief,
         ),
+    }  # fmt: skip
+    predators = {
+        name: (player, entry_params(*fields))
+        for name, (player, *fields) in conditions.items()
     }
     # The belief planner rolled through each learned world model: the game's
     # rewards and observations, the model's physics.
@@ -1010,7 +962,7 @@ def _eval_common(config, teams, encoder_folder, wm_folder, folder, progress) -> 
 
 # -- the GIF -----------------------------------------------------------------------
 def _gif(config, teams, encoder_folder, wm_folder, folder) -> dict:
-    from mopa.report.render import render_episode, save_gif
+    from mopa.report.render import belief_gif
 
     env, params = intent_game()
     entries = build_entries(config, teams, encoder_folder, wm_folder)
@@ -1028,19 +980,17 @@ def _gif(config, teams, encoder_folder, wm_folder, folder) -> dict:
     beliefs = np.stack(
         [np.asarray(planner.player.unpack(row[0]).belief) for row in carries]
     )
-    corners = INTENT_CORNERS * float(params.intent_corner)
-    heading = beliefs @ corners  # the belief-weighted corner
-    frames = render_episode(
+    frames = belief_gif(
         env,
         states,
         params,
-        beliefs=beliefs,
-        predictions=heading,
+        beliefs,
+        INTENT_CORNERS * float(params.intent_corner),
+        folder / "belief_planner.gif",
         size=config.gif_size,
         title="belief planner",
     )
-    save_gif(folder / "belief_planner.gif", frames, fps=4)
-    return {"frames": len(frames), "gif": "belief_planner.gif"}
+    return {"frames": frames, "gif": "belief_planner.gif"}
 
 
 # -- the whole run -----------------------------------------------------------------

@@ -1,68 +1,46 @@
 """Opponent modelling in the wargame (issue W7, item 4) as one command:
 ``mopa experiment wargame_intent``.
 
-Red's strategy type is drawn per episode from the strategy family
+Red's strategy is drawn per episode from the family
 (:data:`~mopa.envs.scripted_red.STRATEGIES`: rush, flank left, flank right,
-stand-off, hold, feint; each shows itself in its opening moves and calls for
-its own plan, attack at once or wait and then attack) and hidden from Blue
-(``battalion_vs_red`` with ``red="mixed"``, discrete actions). Three Blues meet
-the mixed family:
+stand-off, hold, feint; each shows itself in its opening moves and calls for its
+own plan) and hidden from Blue (``battalion_vs_red`` with ``red="mixed"``,
+discrete actions). Three Blues meet the family:
 
-* ``blind``: MAPPO on Blue's 17 observations only. It is the aware Blue's
-  network with its belief slot held at the flat ``1 / K`` in every episode (a
-  constant input, so it carries no information about Red), which lets both
-  Blues train in one program vmapped over the two Blues and their seeds;
-* ``aware``: MAPPO on Blue's observations plus a belief over Red's type. It is
-  trained, as the hidden-intent predators are (Exp 6), on soft beliefs of random
-  sharpness: ``alpha * onehot(type) + (1 - alpha) / K`` with ``alpha`` drawn per
-  episode from ``U[alpha_low, alpha_high]`` (:class:`~mopa.opponent.soft_belief_game.
-  SoftBeliefGame`), so it learns
-  to hedge on a flat belief and commit on a sharp one. It is evaluated with the
-  online posterior of a classifier over prefixes of Blue's own observations
-  (:mod:`mopa.opponent.beliefs`): the type never reaches it;
-* ``oracle``: the aware Blue fed the true type's one-hot (a reference, not a
-  competitor).
+* ``blind``: MAPPO on Blue's 17 observations only: the aware Blue's network with
+  its belief slot held at the flat ``1 / K`` (a constant input), so both Blues
+  train in one program vmapped over the two Blues and their seeds;
+* ``aware``: MAPPO on Blue's observations plus a belief over Red's strategy,
+  trained as the hidden-intent predators are (Exp 6) on soft beliefs of random
+  sharpness (:class:`~mopa.opponent.soft_belief_game.SoftBeliefGame`) and
+  evaluated with the online posterior of a classifier over prefixes of Blue's own
+  observations (:mod:`mopa.opponent.battalion_belief`): the type never reaches it;
+* ``oracle``: the aware Blue fed the true type's one-hot (a reference).
 
-Both trained Blues get the same budget (``train_steps`` per seed, ``num_seeds``
-seeds, the same MAPPO settings) and the same critic: the game's global state plus
-the true type's one-hot (training-time information only; the actors never see
-it). They share a warm start: for the first ``warm_start`` fraction of the
-updates both see the flat belief (the same program, inputs and keys, so the same
-parameters), and only then does the aware Blue's belief turn soft, so the aware
-Blue starts from what the blind one had learnt and both spend the same budget.
+Both trained Blues get the same budget and the same critic (the game's global
+state and the true type's one-hot, training-time information only), and share a
+warm start: for the first ``warm_start`` of the updates both see the flat belief
+(the same program, inputs and keys, so the same parameters).
 
-The scripted strategies are deterministic given the state, but Blue never sees
-Red's facing and the type decides Red's motion only through thresholds and
-waypoints that depend on the full state, so exact Bayes from the scripts would
-need a belief over that state; the belief here is a learned classifier
-(``belief`` stage): the aware Blue plays the mixed family with soft beliefs of
-random sharpness about a type drawn independently of Red's (the ``decoy`` feed:
-its moves then cover what it does on every belief yet say nothing about Red's
-type), every ``belief_stride`` steps the features of Blue's observation
-(:func:`belief_features`) are recorded, and a
-:class:`~mopa.opponent.encoders.ClassifierConfig` MLP is trained on every prefix
-of those rows and of Red's motion between them (:func:`classifier_input`), its
-temperature fitted on held-out episodes.
+The scripts are deterministic given the state, but Blue never sees all of it, so
+the belief is a learned classifier (``belief`` stage): the aware Blue plays with
+``decoy`` beliefs (:mod:`mopa.planning.battalion_blue`: its moves then say
+nothing about Red's type), every ``belief_stride`` steps Blue's features are
+recorded, and the classifier is fitted on every prefix of those rows
+(:func:`~mopa.opponent.battalion_belief.fit_row_classifier`).
 
 A second pair of Blues plans instead of learning (``plan_belief`` and
-``plan_evaluate`` stages): at every step it plays the plan of
-:data:`PROBE_PLANS` with the highest expected win rate under its belief
-(:func:`choose_plan`, the family probe's win-rate table); the blind planner
-(flat belief) plays the best single plan, the aware planner uses the online
-belief of its own classifier, fitted as above on its own games. Accuracy and
-ECE by step are measured on held-out data episodes and on the evaluation episodes
-themselves (the beliefs the aware Blues acted on).
+``plan_evaluate``): every step it plays the scripted plan with the highest
+expected win rate under its belief (the ``family_probe``'s win-rate table,
+:func:`~mopa.planning.battalion_blue.probe_family`); the blind planner plays the
+best single plan, the aware one the online belief of its own classifier.
 
 Stages (reused when re-run with the same config, :mod:`mopa.experiments.stages`):
-``train`` (both Blues), ``belief``, ``evaluate``, ``family_probe``
-(:func:`probe_family`: whether simple scripted plans do best against different
-types, i.e. whether knowing the type can pay), ``plan_belief`` and
-``plan_evaluate``. Every condition plays
-the same episodes (episode ``i`` of seed ``s`` uses the same key in every
-condition: same terrain, start and Red type). Win, draw and loss come from the
-game's own end signals (``blue_win``, ``red_win``, ``draw``;
-:func:`mopa.eval.protocol.count_outcomes`). Win rates carry Wilson 95%
-intervals over all episodes of all seeds, with the per-seed rates beside them.
+``train``, ``belief``, ``evaluate``, ``family_probe``, ``plan_belief`` and
+``plan_evaluate``. Every condition plays the same episodes (the same keys: the
+same terrain, start and Red type). Win, draw and loss come from the game's end
+signals; win rates carry Wilson 95% intervals over all episodes, the per-seed
+rates beside them (:func:`~mopa.eval.protocol.outcome_tables`).
 """
 
 from __future__ import annotations
@@ -85,23 +63,16 @@ from mopa.algos.trainer import seed_keys
 from mopa.core.checkpoint import read_msgpack, write_msgpack
 from mopa.core.checks import check_fields, check_fraction
 from mopa.errors import InvalidParameterError
-from mopa.eval.intervals import mean_interval
-from mopa.eval.protocol import outcome_stats, win_difference
+from mopa.eval.protocol import outcome_tables, win_difference
 from mopa.experiments.registry import register_experiment
 from mopa.opponent.battalion_belief import (
     MOTION_FEATURES,
     NUM_FEATURES,
-    prefix_examples,
-    row_classifier_logits_fn,
+    fit_row_classifier,
+    rows_seen,
 )
-from mopa.opponent.beliefs import (
-    prefix_beliefs,
-)
-from mopa.opponent.calibration import (
-    calibration_by_row,
-    fit_temperature,
-)
-from mopa.opponent.encoders import ClassifierConfig, make_train
+from mopa.opponent.calibration import calibration_by_row
+from mopa.opponent.encoders import ClassifierConfig
 from mopa.opponent.encoders import init_params as init_classifier
 from mopa.opponent.soft_belief_game import SoftBeliefGame, SoftBeliefParams
 from mopa.opponent.soft_belief_game import soft_belief_game as wrap_soft_belief
@@ -431,10 +402,6 @@ def classifier_config(config: WargameIntentConfig) -> ClassifierConfig:
 # -- statistics ----------------------------------------------------------------------
 
 
-def _valid_rows(num_rows: np.ndarray, rows: int) -> np.ndarray:
-    return np.arange(rows)[None, :] < np.asarray(num_rows).reshape(-1)[:, None]
-
-
 # -- stages --------------------------------------------------------------------------
 def _train_stage(config, num_seeds, progress):
     def fn(folder: Path) -> dict:
@@ -473,100 +440,40 @@ def _belief_stage(
         keys = episode_keys(config.seed, salt, num_seeds, config.data_episodes_per_seed)
         data = play_seeds(play, params, untrained, 1.0, "decoy", keys)
         rows = data["rows"].reshape(-1, config.belief_rows, NUM_FEATURES)
-        num_rows = data["num_rows"].reshape(-1)
         labels = data["label"].reshape(-1)
-        order = np.random.default_rng(config.seed).permutation(labels.size)
-        n_test = max(1, labels.size // 4)
-        n_val = max(1, (labels.size - n_test) // 5)
-        test, val, fit = (
-            order[:n_test],
-            order[n_test : n_test + n_val],
-            order[n_test + n_val :],
+        fitted = fit_row_classifier(
+            c_config,
+            key_fit,
+            rows,
+            data["num_rows"].reshape(-1),
+            labels,
+            seed=config.seed,
+            num_bins=config.calibration_bins,
         )
-        fit_data = prefix_examples(rows[fit], num_rows[fit], labels[fit])
-        c_params, c_metrics = jax.jit(make_train(c_config))(key_fit, fit_data)
-        val_data = prefix_examples(rows[val], num_rows[val], labels[val])
-        val_logits = c_config.module().apply(c_params, val_data.x)
-        temperature = float(fit_temperature(val_logits, val_data.labels))
+        temperature, heldout = fitted.temperature, fitted.heldout
         write_msgpack(
             folder / "classifier.msgpack",
             {
                 "format": BELIEF_FORMAT,
                 "version": 1,
-                "params": jax.tree.map(np.asarray, c_params),
+                "params": jax.tree.map(np.asarray, fitted.params),
                 "temperature": temperature,
             },
         )
-        logits_fn = row_classifier_logits_fn(c_config, c_params)
-        test_beliefs = jax.jit(
-            jax.vmap(
-                lambda prefix: prefix_beliefs(logits_fn, prefix, NUM_TYPES, temperature)
-            )
-        )(jnp.asarray(rows[test]))
-        heldout = calibration_by_row(
-            np.asarray(test_beliefs),
-            _valid_rows(num_rows[test], config.belief_rows),
-            labels[test],
-            config.calibration_bins,
-        )
         shown = heldout["accuracy"][:: max(1, len(heldout["accuracy"]) // 8)]
         progress(
-            f"[{tag}] {labels.size} episodes, {fit_data.labels.shape[0]:,} prefixes; "
+            f"[{tag}] {labels.size} episodes, {fitted.num_prefixes:,} prefixes; "
             f"temperature {temperature:.2f}; held-out accuracy by row "
             + " ".join(f"{a:.2f}" for a in shown)
         )
         return {
             "temperature": temperature,
-            "episodes": {
-                "fit": int(fit.size),
-                "validation": int(val.size),
-                "test": int(test.size),
-            },
+            "episodes": fitted.episodes,
             "heldout": heldout,
             "type_counts": np.bincount(labels, minlength=NUM_TYPES).tolist(),
         }
 
     return fn
-
-
-def _summaries(
-    runs: dict[str, dict], names: tuple[str, ...], first: str, second: str
-) -> dict:
-    """Outcome tables of the conditions ``names`` (played on the same keys), the
-    paired difference ``first - second`` and whether ``first`` beat ``second``
-    with non-overlapping intervals."""
-    labels = runs[names[0]]["label"]
-    for name in names:  # the same keys give the same Red types
-        if not np.array_equal(runs[name]["label"], labels):
-            raise RuntimeError(f"{name} met other Red types than {names[0]}")
-    conditions = {
-        n: {
-            **outcome_stats(runs[n]["outcome"]),
-            "return": mean_interval(runs[n]["return"]),
-        }
-        for n in names
-    }
-    per_type = {
-        n: {
-            red: {
-                **outcome_stats(runs[n]["outcome"][labels == k][None]),
-                "return": mean_interval(runs[n]["return"][labels == k]),
-            }
-            for k, red in enumerate(FAMILY)
-            if np.any(labels == k)
-        }
-        for n in names
-    }
-    return {
-        "conditions": conditions,
-        "per_type": per_type,
-        "difference": win_difference(runs[first]["outcome"], runs[second]["outcome"]),
-        "beats": bool(
-            conditions[first]["win_rate_ci95"][0]
-            > conditions[second]["win_rate_ci95"][1]
-        ),
-        "mean_episode_length": {n: float(np.mean(runs[n]["length"])) for n in names},
-    }
 
 
 def _plan_evaluate_stage(config, table, folder_belief: Path, num_seeds, progress):
@@ -594,11 +501,13 @@ def _plan_evaluate_stage(config, table, folder_belief: Path, num_seeds, progress
         aware = runs["aware_planner"]
         online = calibration_by_row(
             aware["beliefs"].reshape(-1, config.belief_rows, NUM_TYPES),
-            _valid_rows(aware["num_rows"], config.belief_rows),
+            rows_seen(aware["num_rows"], config.belief_rows),
             aware["label"].reshape(-1),
             config.calibration_bins,
         )
-        summary = _summaries(runs, PLANNERS, "aware_planner", "blind_planner")
+        summary = outcome_tables(
+            runs, PLANNERS, "aware_planner", "blind_planner", FAMILY
+        )
         flat = np.full(NUM_TYPES, 1.0 / NUM_TYPES)
         return {
             **summary,
@@ -636,13 +545,13 @@ def _evaluate_stage(config, folders: dict[str, Path], num_seeds: int, progress):
                 f"{np.mean(runs[name]['outcome'] == 1):.3f} "
                 f"({time.perf_counter() - tick:.1f} s)"
             )
-        summary = _summaries(runs, CONDITIONS, "aware", "blind")
+        summary = outcome_tables(runs, CONDITIONS, "aware", "blind", FAMILY)
         conditions = summary["conditions"]
         labels = runs["blind"]["label"]
         aware = runs["aware"]
         online = calibration_by_row(
             aware["beliefs"].reshape(-1, config.belief_rows, NUM_TYPES),
-            _valid_rows(aware["num_rows"], config.belief_rows),
+            rows_seen(aware["num_rows"], config.belief_rows),
             labels.reshape(-1),
             config.calibration_bins,
         )

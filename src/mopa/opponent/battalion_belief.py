@@ -1,7 +1,8 @@
 """What a Blue of the battalion reads of Red's strategy from its own observations:
 the features of a step (its observation and Red's map position recovered from
 it), the classifier's input over a prefix of recorded rows and Red's motion
-between them, and every prefix of a recorded episode as a classifier example.
+between them, every prefix of a recorded episode as a classifier example, and
+the classifier fitted on recorded episodes (:func:`fit_row_classifier`).
 
 The belief they make (:func:`row_classifier_logits_fn` in
 :func:`~mopa.opponent.beliefs.update_prefix_belief`) never sees Red's type: it
@@ -10,14 +11,16 @@ reads what Blue observes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from mopa.envs.battalion import BattalionParams
-from mopa.opponent.encoders import ClassifierConfig, ClassifierData
+from mopa.opponent.beliefs import prefix_beliefs
+from mopa.opponent.calibration import calibration_by_row, fit_temperature
+from mopa.opponent.encoders import ClassifierConfig, ClassifierData, make_train
 
 NUM_FEATURES = 19
 """Features per recorded step: Blue's 17 observations and Red's map position."""
@@ -96,3 +99,68 @@ def prefix_examples(
         jnp.asarray(np.concatenate(lengths), jnp.int32),
     )
     return ClassifierData(x, jnp.asarray(np.concatenate(ys)))
+
+
+def rows_seen(num_rows: np.ndarray, rows: int) -> np.ndarray:
+    """``[M, R]`` whether each episode (``num_rows [...]`` recorded, flattened to
+    ``[M]``) had reached each of the ``rows`` belief rows."""
+    return np.arange(rows)[None, :] < np.asarray(num_rows).reshape(-1)[:, None]
+
+
+class RowClassifier(NamedTuple):
+    """A fitted belief classifier and what it was fitted and judged on."""
+
+    params: Any
+    temperature: float
+    episodes: dict[str, int]  # fit, validation and test episodes
+    num_prefixes: int  # fit examples (every prefix of every fit episode)
+    heldout: dict[str, list[float]]  # calibration_by_row on the test episodes
+
+
+def fit_row_classifier(
+    config: ClassifierConfig,
+    key: jax.Array,
+    rows: np.ndarray,
+    num_rows: np.ndarray,
+    labels: np.ndarray,
+    *,
+    seed: int,
+    num_bins: int,
+) -> RowClassifier:
+    """Fit the belief classifier on recorded episodes: a quarter of them (at least
+    one) held out for test and a fifth of the rest for validation (a permutation
+    drawn with ``seed``), every prefix of the others a training example, the
+    softmax temperature fitted on the validation prefixes, and the held-out
+    episodes' belief judged row by row (:func:`~mopa.opponent.calibration.
+    calibration_by_row`).
+
+    Args:
+        rows: ``[M, R, F]`` recorded rows; ``num_rows``: ``[M]``; ``labels``:
+            ``[M]`` each episode's strategy.
+    """
+    order = np.random.default_rng(seed).permutation(labels.size)
+    n_test = max(1, labels.size // 4)
+    n_val = max(1, (labels.size - n_test) // 5)
+    test, val, fit = (
+        order[:n_test],
+        order[n_test : n_test + n_val],
+        order[n_test + n_val :],
+    )
+    fit_data = prefix_examples(rows[fit], num_rows[fit], labels[fit])
+    params, _ = jax.jit(make_train(config))(key, fit_data)
+    val_data = prefix_examples(rows[val], num_rows[val], labels[val])
+    val_logits = config.module().apply(params, val_data.x)
+    temperature = float(fit_temperature(val_logits, val_data.labels))
+    logits_fn = row_classifier_logits_fn(config, params)
+    R, K = rows.shape[1], config.num_classes
+    test_beliefs = jax.jit(
+        jax.vmap(lambda prefix: prefix_beliefs(logits_fn, prefix, K, temperature))
+    )(jnp.asarray(rows[test]))
+    valid = rows_seen(num_rows[test], R)
+    return RowClassifier(
+        params,
+        temperature,
+        {"fit": int(fit.size), "validation": int(val.size), "test": int(test.size)},
+        int(fit_data.labels.shape[0]),
+        calibration_by_row(np.asarray(test_beliefs), valid, labels[test], num_bins),
+    )

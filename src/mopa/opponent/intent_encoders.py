@@ -28,7 +28,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from mopa.opponent import bc as bc_lib
-from mopa.opponent.beliefs import bayes_beliefs, fit_readout_temperature
+from mopa.opponent.beliefs import (
+    bayes_beliefs,
+    fit_readout_temperature,
+    prefix_beliefs,
+)
 from mopa.opponent.calibration import fit_temperature
 from mopa.opponent.data import TrajectoryDataset, split
 from mopa.opponent.encoders import (
@@ -245,3 +249,22 @@ def fit_named_clones(
         named_loss = np.asarray(clone_metrics.loss)[:, -1].mean()
         right.append(names_right(names, parts))
     return clones, named, both_metrics, named_loss, right
+
+
+def path_beliefs(
+    logits_fn: Callable[[jax.Array, jax.Array], jax.Array],
+    positions: np.ndarray,
+    K: int,
+    temperature: float,
+    min_steps: int,
+) -> jax.Array:
+    """``[M, T, K]`` the prefix belief (:func:`~mopa.opponent.beliefs.
+    prefix_beliefs`) at every step of each path ``positions [M, T, 2]``, from an
+    encoder's ``logits_fn`` at ``temperature``."""
+    return jax.jit(
+        jax.vmap(
+            lambda trajectory: prefix_beliefs(
+                logits_fn, trajectory, K, temperature, min_steps
+            )
+        )
+    )(jnp.asarray(positions))

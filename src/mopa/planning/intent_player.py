@@ -88,6 +88,8 @@ from mopa.eval.tournament import broadcast_seeds
 from mopa.opponent.beliefs import (
     BayesBeliefState,
     PrefixBeliefState,
+    bayes_beliefs,
+    beliefs_acted_on,
     init_bayes_belief,
     init_prefix_belief,
     readout_logits_fn,
@@ -565,3 +567,33 @@ def empty_memory(env: IntentGame) -> Any:
         jax.random.key(0),
     )
     return jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes)
+
+
+def episode_bayes_beliefs(
+    model: PreyModel,
+    stacked_params: Any,
+    obs: jax.Array,
+    actions: jax.Array,
+    seeds: jax.Array,
+    num_intents: int,
+    epsilon: float,
+) -> jax.Array:
+    """``[E, T, K]`` the Bayes belief under ``model`` each step of each recorded
+    episode acted on (:func:`~mopa.opponent.beliefs.beliefs_acted_on`: it has
+    seen the moves before the step), episode ``e`` under the model's params of
+    its seed ``seeds[e]`` (``stacked_params`` leaves ``[S, ...]``).
+
+    Args:
+        obs: ``[E, T, D]`` the opponent's observations (its intent one-hot last).
+        actions: ``[E, T]`` its moves.
+        seeds: ``[E]`` int.
+        num_intents: ``K``.
+    """
+    K = num_intents
+
+    def after(o, a, s):
+        p = jax.tree.map(lambda x: x[s], stacked_params)
+        fn = lambda ob: model.log_probs(p, ob, K)  # noqa: E731
+        return bayes_beliefs(fn, o, a, K, epsilon)
+
+    return beliefs_acted_on(jax.jit(jax.vmap(after))(obs, actions, seeds))
