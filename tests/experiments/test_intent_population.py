@@ -18,16 +18,18 @@ import pytest
 from mopa.cli.main import main
 from mopa.errors import InvalidParameterError
 from mopa.experiments import run_experiment
-from mopa.experiments.intent import read_teams
+from mopa.experiments.intent_conditions import read_teams
 from mopa.experiments.intent_population import (
     PROFILES,
-    ROWS,
     PopulationExperimentConfig,
     _population,
+    run_intent_population,
+)
+from mopa.experiments.intent_population_rows import (
+    ROWS,
     build_rows,
     load_clones,
     match_player,
-    run_intent_population,
 )
 from mopa.experiments.stages import Stages
 from mopa.opponent.online import residual_weight
