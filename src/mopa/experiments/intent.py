@@ -389,7 +389,7 @@ def _dataset(teams_folder: Path, episodes_per_seed: int, key: jax.Array) -> list
     return parts
 
 
-def _encoders(config: IntentConfig, belief_folder: Path, folder: Path) -> dict:
+def encoders_stage(config: IntentConfig, belief_folder: Path, folder: Path) -> dict:
     """The encoders, their temperatures and the behaviour clones, all from one
     dataset: episodes of the prey the planners face in the paired protocol (the
     belief-condition prey of each seed) against its predators."""
@@ -525,7 +525,9 @@ def world_model_configs(config: IntentConfig, num_agents: int) -> dict:
     }
 
 
-def _world_models(config: IntentConfig, encoder_folder: Path, folder: Path) -> dict:
+def world_models_stage(
+    config: IntentConfig, encoder_folder: Path, folder: Path
+) -> dict:
     """Train both world models on the encoder dataset's fit and validation
     episodes; their open-loop position RMSE by step on its test episodes."""
     env, _ = intent_game()
@@ -590,7 +592,9 @@ def run_intent(config: IntentConfig, seeds: int | None, progress, stages) -> dic
             (
                 "encoders",
                 encoder_config,
-                lambda folder: _encoders(config, stages.folder("train_belief"), folder),
+                lambda folder: encoders_stage(
+                    config, stages.folder("train_belief"), folder
+                ),
             ),
         ]
     )
@@ -613,7 +617,7 @@ def run_intent(config: IntentConfig, seeds: int | None, progress, stages) -> dic
             (
                 "world_models",
                 encoder_stage,
-                lambda folder: _world_models(config, encoder_folder, folder),
+                lambda folder: world_models_stage(config, encoder_folder, folder),
             ),
         ]
     )

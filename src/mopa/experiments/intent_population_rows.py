@@ -302,7 +302,7 @@ def row_entries(rows: dict, names: list[str], faced: Any = None) -> list:
     return [TournamentEntry(r, rows[r][0], rows[r][1](faced)) for r in names]
 
 
-def evaluate_rows(
+def eval_stage(
     config, teams: dict, clone_folder: Path, folder: Path, progress
 ) -> dict:
     """Every row against every prey; pooled statistics per prey set."""
