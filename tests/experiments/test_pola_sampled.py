@@ -9,14 +9,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mopa.algos.pola.sampled import make_train
+from mopa.algos.pola.sampled import chunk_length, make_train, train_seeds
 from mopa.experiments.pola import (
     CPU_SAMPLED,
     SampledExperimentConfig,
     _tiny,
-    chunk_length,
     run_sampled,
-    train_seeds,
 )
 from mopa.experiments.stages import Stages
 

@@ -145,39 +145,42 @@ def test_hard_inference_commits_at_the_commit_step():
     np.testing.assert_array_equal(committed[8:], argmax[7])
 
 
-@pytest.mark.parametrize("feed", ["true", "belief", "random"])
-def test_the_battalion_blue_acts_on_what_it_is_fed(feed):
+def test_the_battalion_blue_acts_on_what_it_is_fed():
     """Blue's greedy policy acts on its observation with the belief slot set to
     the fed intent input: Red's true strategy (the game's ``true_intent``), the
-    carried belief, or the strategy drawn at the episode's start."""
-    env, params, player, player_params, _ = battalion_player(feed)
+    carried belief, or the strategy drawn at the episode's start (the feed is a
+    number of the params: one compiled player for all three)."""
+    env, params, player, player_params, _ = battalion_player("belief")
     K = env.num_intents
     act = jax.jit(player.act)
     policy = jax.jit(make_act_fn(player.spec), static_argnums=5)
-    carry = initial_player_carry(player)
-    obs, state = env.reset(jax.random.key(5), params)
-    for t in range(4):
-        first = jnp.full((1,), t == 0)
-        actions, carry = act(
-            player_params, jax.random.key(t), state, obs[0], carry, first
-        )
-        held = player.unpack(carry[0])
-        fed = {
-            "true": jax.nn.one_hot(env.true_intent(state), K),
-            "belief": held.belief,
-            "random": jax.nn.one_hot(held.random_intent, K),
-        }[feed]
-        view = jnp.concatenate([obs[0][:, :-K], fed[None]], -1)
-        expected, _ = policy(
-            player_params.policy_params,
-            jax.random.key(0),
-            view,
-            jnp.zeros((1, 0)),
-            jnp.zeros((1,), bool),
-            True,
-        )
-        np.testing.assert_array_equal(actions, expected)
-        obs, state, *_ = env.step(jax.random.key(10 + t), state, (actions,), params)
+    step = jax.jit(env.step)
+    for feed in ("true", "belief", "random"):
+        fed_params = player_params.replace(feed=jnp.int32(FEEDS.index(feed)))
+        carry = initial_player_carry(player)
+        obs, state = env.reset(jax.random.key(5), params)
+        for t in range(3):
+            first = jnp.full((1,), t == 0)
+            actions, carry = act(
+                fed_params, jax.random.key(t), state, obs[0], carry, first
+            )
+            held = player.unpack(carry[0])
+            fed = {
+                "true": jax.nn.one_hot(env.true_intent(state), K),
+                "belief": held.belief,
+                "random": jax.nn.one_hot(held.random_intent, K),
+            }[feed]
+            view = jnp.concatenate([obs[0][:, :-K], fed[None]], -1)
+            expected, _ = policy(
+                fed_params.policy_params,
+                jax.random.key(0),
+                view,
+                jnp.zeros((1, 0)),
+                jnp.zeros((1,), bool),
+                True,
+            )
+            np.testing.assert_array_equal(actions, expected)
+            obs, state, *_ = step(jax.random.key(10 + t), state, (actions,), params)
 
 
 def test_the_battalion_names_red_strategy_as_the_hidden_intent():

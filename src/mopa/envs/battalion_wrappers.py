@@ -447,3 +447,49 @@ def make_battalion_vs_red(name: str, **overrides: Any) -> tuple[Env, BattalionPa
     if discrete:
         env = DiscreteActions(env)
     return env, params
+
+
+def cover_teacher_action(
+    obs: jax.Array, params: Any, hold_until: float, close_range: float
+) -> jax.Array:
+    """The discrete action (a row of
+    :data:`~mopa.envs.battalion_wrappers.BATTALION_ACTIONS`) of a scripted Blue
+    that fights from cover, from its own observation alone.
+
+    While Red is out of range (more than ``fire_range`` + 5 m away) and the
+    episode is younger than ``hold_until``, it heads for the cell with the most
+    cover within :data:`~mopa.envs.battalion_wrappers.TERRAIN_RADIUS` (read from
+    the observation's terrain features); there, or once Red is in range, it turns
+    to face Red and holds; from ``hold_until`` on, a Red still out of range is
+    closed on to ``close_range`` metres. It fires whenever Red is inside its arc,
+    and moves only towards goals within 90 degrees of its heading.
+
+    Args:
+        obs: ``[17 + NUM_TERRAIN_FEATURES]`` Blue's observation with
+            ``terrain_obs``.
+        params: the game's parameters.
+        hold_until: episode fraction after which a distant Red is closed on.
+        close_range: distance to close to, metres.
+
+    Returns:
+        ``[]`` int32 action.
+    """
+    base = obs.shape[-1] - NUM_TERRAIN_FEATURES
+
+    def off_heading(x, y):  # angle of world direction (x, y) off Blue's heading
+        return jnp.arctan2(obs[2] * y - obs[3] * x, obs[2] * x + obs[3] * y)
+
+    diagonal = jnp.sqrt(params.map_width**2 + params.map_height**2)
+    dist = obs[6] * diagonal
+    to_red = off_heading(obs[7], obs[8])
+    goal_x, goal_y = obs[base] * TERRAIN_RADIUS, obs[base + 1] * TERRAIN_RADIUS
+    to_goal = off_heading(goal_x, goal_y)
+    out_of_range = dist > params.fire_range + 5.0
+    early = obs[11] < hold_until
+    seek = out_of_range & early & (jnp.sqrt(goal_x**2 + goal_y**2) > 15.0)
+    close = ~early & (dist > close_range)
+    delta = jnp.where(seek, to_goal, to_red)
+    rotate = jnp.where(delta > 0.05, 1, jnp.where(delta < -0.05, -1, 0))
+    move = jnp.where(seek | close, (jnp.abs(delta) < jnp.pi / 2).astype(jnp.int32), 0)
+    fire = (jnp.abs(to_red) < params.fire_arc).astype(jnp.int32)
+    return ((move + 1) * 6 + (rotate + 1) * 2 + fire).astype(jnp.int32)

@@ -302,9 +302,7 @@ def row_entries(rows: dict, names: list[str], faced: Any = None) -> list:
     return [TournamentEntry(r, rows[r][0], rows[r][1](faced)) for r in names]
 
 
-def eval_stage(
-    config, teams: dict, clone_folder: Path, folder: Path, progress
-) -> dict:
+def eval_stage(config, teams: dict, clone_folder: Path, folder: Path, progress) -> dict:
     """Every row against every prey; pooled statistics per prey set."""
     env, params = intent_game()
     rows = build_rows(config, teams, load_clones(clone_folder))

@@ -9,10 +9,10 @@ setting the battalion game rejects, a missing checkpoint or a failed training ru
 fails the benchmark.
 
 **Generalization.** A *scenario* is a setting of the game's parameters drawn from
-a seed by :func:`procedural_scenario`: the start placements (Blue's and Red's x
-bands, the shared y band, the spread of the start facing) and the terrain
-generator (widths of hills and forests, forest cover, how much hills slow). The
-game draws a fresh terrain layout from each episode's key, so a scenario is a
+a seed by :func:`~mopa.envs.battalion.procedural_scenario`: the start placements
+(Blue's and Red's x bands, the shared y band, the spread of the start facing) and
+the terrain generator (widths of hills and forests, forest cover, how much hills
+slow). The game draws a fresh terrain layout from each episode's key, so a scenario is a
 distribution of layouts and placements, not one map. A generalist trains on the
 ``train_scenarios`` (the league cycles through them chunk by chunk,
 ``TrainingConfig.scenarios``); each held-out scenario then gets
@@ -45,9 +45,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import numpy as np
-
 from mopa.core.checks import check_fields
+from mopa.envs.battalion import game_defaults, procedural_scenario
 from mopa.errors import InvalidParameterError
 from mopa.eval.intervals import proportion_difference
 from mopa.experiments.registry import register_experiment
@@ -89,41 +88,6 @@ QUICK_TRAINING = BENCHMARK_TRAINING.replace(
 )
 """Tiny settings of the quick profiles (every run of a quick profile uses this
 budget, so they share one compiled program)."""
-
-
-def procedural_scenario(seed: int) -> dict[str, float]:
-    """The game parameters of scenario ``seed`` (see the module docstring).
-
-    Blue starts in an x band 0.05 wide within ``[0.05, 0.40]`` of the map, Red in
-    one within ``[0.60, 0.95]``, both in a y band 0.2 wide within ``[0.1, 0.9]``,
-    facing east / west within ``facing_spread`` (up to 90 degrees); hills and
-    forests are 0.03-0.30 map units wide, forests' peak cover 0.2-1.0 and the
-    highest ground slows to 30-100% speed.
-    """
-    rng = np.random.default_rng(seed)
-    blue, red, y = (
-        rng.uniform(0.05, 0.35),
-        rng.uniform(0.60, 0.90),
-        rng.uniform(0.1, 0.7),
-    )
-    hill, forest = rng.uniform(0.03, 0.15, 2)
-    hill_width, forest_width = rng.uniform(0.02, 0.15, 2)
-    values = {
-        "blue_x_low": blue,
-        "blue_x_high": blue + 0.05,
-        "red_x_low": red,
-        "red_x_high": red + 0.05,
-        "y_low": y,
-        "y_high": y + 0.2,
-        "facing_spread": rng.uniform(0.0, np.pi / 2),
-        "hill_sigma_low": hill,
-        "hill_sigma_high": hill + hill_width,
-        "forest_sigma_low": forest,
-        "forest_sigma_high": forest + forest_width,
-        "forest_cover": rng.uniform(0.2, 1.0),
-        "hill_speed_factor": rng.uniform(0.3, 1.0),
-    }
-    return {k: round(float(v), 4) for k, v in values.items()}
 
 
 def scenario_stage(seed: int) -> CurriculumStage:
@@ -355,17 +319,6 @@ def _pool(summaries: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 # -- wargame_terrain ------------------------------------------------------------------
-def game_defaults() -> dict[str, Any]:
-    """Default value of every structure and parameter field of the battalion
-    game that has a plain default."""
-    from mopa.envs.battalion import BattalionEnv, BattalionParams
-
-    return {
-        field.name: field.default
-        for cls in (BattalionEnv, BattalionParams)
-        for field in dataclasses.fields(cls)
-        if field.default is not dataclasses.MISSING and field.name != "name"
-    }
 
 
 OPEN_FLAT = (("flat_terrain", True),)

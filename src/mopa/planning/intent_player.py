@@ -64,8 +64,10 @@ here; trained ones plug in the same way)::
     ... )  # a tournament's params (a seed axis); one game's below
     >>> first_seed = jax.tree.map(lambda x: x[0], blue_params)
     >>> obs, state = env.reset(jax.random.key(0), params)
-    >>> actions, carry = blue.act(first_seed, jax.random.key(3), state, obs[0],
-    ...                           initial_player_carry(blue), jax.numpy.ones(1, bool))
+    >>> actions, carry = jax.jit(blue.act)(
+    ...     first_seed, jax.random.key(3), state, obs[0],
+    ...     initial_player_carry(blue), jax.numpy.ones(1, bool),
+    ... )
     >>> belief = blue.unpack(carry[0]).belief  # after Red's first position
     >>> belief.shape, round(float(belief.sum()), 5)
     ((6,), 1.0)

@@ -32,11 +32,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import struct
 
@@ -641,3 +643,59 @@ def make_train(config: SampledConfig):
         return run(*start(key))[1]
 
     return train
+
+
+def chunk_length(num_updates: int, num_chunks: int = 10) -> int:
+    """The largest divisor of ``num_updates`` that is at most
+    ``num_updates / num_chunks`` (at least 1): updates per compiled chunk, so that
+    one program covers the run and progress is reported about ``num_chunks``
+    times."""
+    target = max(1, num_updates // num_chunks)
+    return max(d for d in range(1, target + 1) if num_updates % d == 0)
+
+
+class SeedRun(NamedTuple):
+    """Several seeds of one method trained together."""
+
+    metrics: Metrics  # leaves [S, n_update, ...]
+    compile_s: float  # wall seconds compiling the chunk program
+    wall_s: float  # wall seconds training all seeds (compilation excluded)
+    cpu_s: float  # process CPU seconds (user + system) for the same
+
+
+def train_seeds(
+    config: SampledConfig,
+    keys: jax.Array,
+    on_chunk: Callable[[int, Metrics], None] | None = None,
+) -> SeedRun:
+    """Train one run per key, all seeds vmapped in one compiled program that
+    covers :func:`chunk_length` updates and is called until the run is done.
+
+    Seed ``s`` follows ``make_train(config)(keys[s])`` (same keys, same updates).
+
+    Args:
+        config: the run.
+        keys: ``[S]`` PRNG keys, one per seed.
+        on_chunk: called after each chunk with the number of updates done and
+            that chunk's metrics (leaves ``[S, K, ...]``).
+    """
+    start, run = make_train_segments(config)
+    agents, update_keys = jax.jit(jax.vmap(start))(keys)  # keys [S, n_update]
+    length = chunk_length(config.n_update)
+    time_0 = time.perf_counter()
+    run_chunk = jax.jit(jax.vmap(run)).lower(agents, update_keys[:, :length]).compile()
+    compile_s = time.perf_counter() - time_0
+    cpu_0, wall_0 = time.process_time(), time.perf_counter()
+    chunks = []
+    for done in range(length, config.n_update + 1, length):
+        agents, metrics = run_chunk(agents, update_keys[:, done - length : done])
+        chunks.append(jax.tree.map(np.asarray, metrics))
+        if on_chunk is not None:
+            on_chunk(done, chunks[-1])
+    metrics = jax.tree.map(lambda *xs: np.concatenate(xs, 1), *chunks)
+    return SeedRun(
+        metrics,
+        compile_s,
+        time.perf_counter() - wall_0,
+        time.process_time() - cpu_0,
+    )
