@@ -9,15 +9,11 @@ import numpy as np
 import pytest
 
 from mopa.envs import make
+from mopa.eval.intervals import bootstrap_mean
 from mopa.experiments import run_experiment
-from mopa.experiments.exp2 import (
-    VARIANTS,
-    Exp2Config,
-    angular_steps,
-    bootstrap_mean,
-    episode_angular_steps,
-)
+from mopa.experiments.exp2 import VARIANTS, Exp2Config
 from mopa.opponent.data import load_dataset
+from mopa.opponent.representations import angular_steps, episode_angular_steps
 
 
 def _circle(centre, radius, omega, num_steps, phase=0.0):

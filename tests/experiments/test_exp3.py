@@ -6,7 +6,8 @@ import json
 
 from mopa.cli.main import main
 from mopa.experiments import get_experiment
-from mopa.experiments.exp3 import PREY_VARIANTS, findings
+from mopa.experiments.exp3 import PREY_VARIANTS
+from mopa.report.exp3_report import findings
 
 
 def test_quick_profile_end_to_end_and_reuse(tmp_path, capsys):
@@ -65,7 +66,7 @@ def test_findings_on_a_hand_made_table():
             "oa_plan": cell(1.5),
         },
     }
-    found = findings(table)
+    found = findings(table, PREY_VARIANTS)
     assert found["oa_plan_prey_fewest_in_every_row"]
     assert found["oa_plan_prey_drop_separated"]
     # Rows' drops: (3.0+3.2)/2-1.0 = 2.1, (3.1+3.3)/2-1.2 = 2.0, (2.0+2.5)/2-0.9 = 1.35

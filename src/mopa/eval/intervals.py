@@ -12,6 +12,9 @@ Two methods for a mean, for the two kinds of sample mopa's experiments average:
 ``s`` is the sample standard deviation (``ddof=1``). A single value has no spread
 to measure: its half-width is 0.
 
+:func:`bootstrap_mean`: the percentile interval of a mean, episodes resampled
+within groups (the training seed), for figures whose spread is not normal.
+
 A proportion of wins among ``n`` episodes takes the Wilson score interval
 (:func:`wilson_interval`), which stays inside ``[0, 1]``; two independent ones
 differ with Newcombe's hybrid interval (:func:`proportion_difference`).
@@ -112,3 +115,18 @@ def proportion_difference(k1: int, n1: int, k2: int, n2: int) -> dict[str, Any]:
     low = diff - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
     high = diff + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
     return {"diff": diff, "ci95": [low, high]}
+
+
+def bootstrap_mean(
+    values: np.ndarray, groups: np.ndarray, num_resamples: int, seed: int
+) -> list[float]:
+    """95% percentile interval of the mean of ``values [N, S]`` (rows are
+    episodes), resampling rows with replacement within each group of ``groups
+    [N]`` (the training seed)."""
+    rng = np.random.default_rng(seed)
+    members = [np.flatnonzero(groups == g) for g in np.unique(groups)]
+    draws = np.empty(num_resamples)
+    for i in range(num_resamples):
+        rows = np.concatenate([rng.choice(m, size=len(m)) for m in members])
+        draws[i] = values[rows].mean()
+    return [float(np.percentile(draws, q)) for q in (2.5, 97.5)]

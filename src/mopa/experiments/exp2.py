@@ -42,6 +42,7 @@ from mopa.algos.presets import check_recipe
 from mopa.core.checks import check_fields, check_probability
 from mopa.envs import make
 from mopa.errors import InvalidParameterError
+from mopa.eval.intervals import bootstrap_mean
 from mopa.eval.protocol import mean_std
 from mopa.experiments import part1
 from mopa.experiments.registry import recipe_field, register_experiment
@@ -49,7 +50,11 @@ from mopa.experiments.stages import file_fingerprint
 from mopa.opponent import data as trajectory_data
 from mopa.opponent.encoders import VAEConfig
 from mopa.opponent.metrics import score_vae_seeds
-from mopa.opponent.representations import raw_sequence, window_occupancy
+from mopa.opponent.representations import (
+    episode_angular_steps,
+    raw_sequence,
+    window_occupancy,
+)
 from mopa.report import exp2_report
 
 ENV = "tag_static"
@@ -156,55 +161,6 @@ class Exp2Config:
 
 
 # -- the behaviour measure ----------------------------------------------------------
-def angular_steps(positions: jax.Array, centres: jax.Array) -> jax.Array:
-    """Signed angle (rad) turned at each step around the centre nearest the agent
-    before the step.
-
-    For the step ``p_t -> p_{t+1}`` with ``c`` the centre nearest ``p_t``,
-    ``v_prev = p_t - c`` and ``v_new = p_{t+1} - c``, the step is
-    ``atan2(v_prev x v_new, v_prev . v_new)`` in ``(-pi, pi]``: positive
-    counter-clockwise, as the ``tag_static`` shaping's ``sign(v_prev x v_new)``.
-    On a circle around ``c`` at angular speed ``w`` (below ``pi``) every step is
-    exactly ``w``.
-
-    Args:
-        positions: ``[T, 2]`` one agent's positions.
-        centres: ``[M, 2]`` candidate centres (the obstacles, or the origin).
-
-    Returns:
-        ``[T - 1]`` angular steps.
-    """
-    v_prev = positions[:-1, None, :] - centres[None]  # [T-1, M, 2]
-    v_new = positions[1:, None, :] - centres[None]
-    nearest = jnp.argmin(jnp.sum(v_prev * v_prev, -1), axis=1)  # [T-1]
-    cross = v_prev[..., 0] * v_new[..., 1] - v_prev[..., 1] * v_new[..., 0]
-    dot = jnp.sum(v_prev * v_new, -1)
-    angle = jnp.arctan2(cross, dot)  # [T-1, M]
-    return jnp.take_along_axis(angle, nearest[:, None], axis=1)[:, 0]
-
-
-def episode_angular_steps(positions: np.ndarray, centres: np.ndarray) -> np.ndarray:
-    """``[N, T - 1]`` angular steps of every episode ``positions [N, T, 2]`` around
-    its own nearest centre of ``centres [N, M, 2]``."""
-    steps = jax.jit(jax.vmap(angular_steps))(
-        jnp.asarray(positions, jnp.float32), jnp.asarray(centres, jnp.float32)
-    )
-    return np.asarray(steps, np.float64)
-
-
-def bootstrap_mean(
-    values: np.ndarray, groups: np.ndarray, num_resamples: int, seed: int
-) -> list[float]:
-    """95% percentile interval of the mean of ``values [N, S]`` (rows are
-    episodes), resampling rows with replacement within each group of ``groups
-    [N]`` (the training seed)."""
-    rng = np.random.default_rng(seed)
-    members = [np.flatnonzero(groups == g) for g in np.unique(groups)]
-    draws = np.empty(num_resamples)
-    for i in range(num_resamples):
-        rows = np.concatenate([rng.choice(m, size=len(m)) for m in members])
-        draws[i] = values[rows].mean()
-    return [float(np.percentile(draws, q)) for q in (2.5, 97.5)]
 
 
 # -- stages -------------------------------------------------------------------------

@@ -36,7 +36,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from mopa.algos.driver import run_training
 from mopa.algos.presets import check_recipe, recipe_preset
@@ -313,68 +312,11 @@ def run_exp3(config: Exp3Config, seeds: int | None, progress, stages) -> dict:
         "num_seeds": num_seeds,
         "num_episodes_per_cell": tournament["num_episodes_per_cell"],
         "training_final": {algo: run["final"] for algo, run in trained.items()},
-        "findings": findings(tournament["captures"]),
+        "findings": exp3_report.findings(tournament["captures"], PREY_VARIANTS),
         "timing_s": dict(stages.timing_s),
         "research": RESEARCH,
     }
     return results
-
-
-def findings(captures: dict) -> dict:
-    """The research's two claims, checked on mopa's table: does the OA-plan prey
-    concede the fewest captures in every row, and are the OA-plan predators the
-    worst predators in every column? Plus the joint planner's effect."""
-
-    def mean(row, column):
-        return captures[row][column]["mean"]
-
-    def separated(row_a, col_a, row_b, col_b):
-        """Whether cell a's interval lies wholly below cell b's."""
-        return captures[row_a][col_a]["ci95"][1] < captures[row_b][col_b]["ci95"][0]
-
-    greedy_rows = [r for r in PREY_VARIANTS]
-    prey_best = {
-        row: min(PREY_VARIANTS, key=lambda column, row=row: mean(row, column))
-        for row in greedy_rows
-    }
-    pred_worst = {
-        column: min(greedy_rows, key=lambda row, column=column: mean(row, column))
-        for column in PREY_VARIANTS
-    }
-    out = {
-        "oa_plan_prey_fewest_in_every_row": all(
-            v == "oa_plan" for v in prey_best.values()
-        ),
-        "oa_plan_prey_drop_vs_greedy_prey": float(
-            np.mean(
-                [
-                    (mean(row, "iql_greedy") + mean(row, "oa_greedy")) / 2
-                    - mean(row, "oa_plan")
-                    for row in greedy_rows
-                ]
-            )
-        ),
-        "oa_plan_prey_drop_separated": all(
-            separated(row, "oa_plan", row, "oa_greedy")
-            and separated(row, "oa_plan", row, "iql_greedy")
-            for row in greedy_rows
-        ),
-        "oa_plan_pred_worst_in_every_column": all(
-            v == "oa_plan" for v in pred_worst.values()
-        ),
-        "best_prey_per_row": prey_best,
-        "worst_pred_per_column": pred_worst,
-    }
-    if "oa_plan_joint" in captures:
-        out["joint_minus_per_agent_pred"] = {
-            column: mean("oa_plan_joint", column) - mean("oa_plan", column)
-            for column in PREY_VARIANTS
-        }
-        out["joint_minus_iql_greedy_pred"] = {
-            column: mean("oa_plan_joint", column) - mean("iql_greedy", column)
-            for column in PREY_VARIANTS
-        }
-    return out
 
 
 register_experiment(

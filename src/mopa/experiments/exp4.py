@@ -57,8 +57,8 @@ from mopa.experiments import part1
 from mopa.experiments.registry import recipe_field, register_experiment
 from mopa.experiments.stages import file_fingerprint
 from mopa.opponent import data as trajectory_data
-from mopa.opponent.metrics import probe_accuracy_split
-from mopa.opponent.representations import window_occupancy
+from mopa.opponent.metrics import probe_accuracy_split, subsampled_probe
+from mopa.opponent.representations import symmetrise, window_occupancy
 from mopa.report import exp4_report
 
 ENV = "tag_resources"
@@ -269,7 +269,14 @@ def _train_and_probe(
         # Every predator is paid capture_reward per predator-prey overlap.
         captures = dataset["rewards.predator"][:, :, 0].sum() / capture_reward
         return {
-            "probe_raw_by_episodes": _subsampled_probe(raw, labels, config),
+            "probe_raw_by_episodes": subsampled_probe(
+                raw,
+                labels,
+                config.subsample_sizes,
+                config.subsample_repeats,
+                config.test_fraction,
+                config.seed,
+            ),
             "probe_raw_placement": score(raw),
             "probe_occupancy_placement": score(occ),
             "probe_radius_placement": score(np.linalg.norm(prey, axis=-1)),
@@ -309,71 +316,6 @@ def _train_and_probe(
         f"[{name}{suffix}] raw placement probe {probed['probe_raw_placement']:.3f}"
     )
     return {**probed, "training": run["summary"]}
-
-
-SQUARE_SYMMETRIES = np.array(
-    [
-        [[c, -s], [s, c]] @ np.diag([1, flip])
-        for c, s in ((1, 0), (0, 1), (-1, 0), (0, -1))
-        for flip in (1, -1)
-    ]
-)
-"""``[8, 2, 2]``: the rotations of the square by 0, 90, 180 and 270 degrees, each
-without and with a reflection in the x axis."""
-
-
-def symmetrise(positions: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """``positions`` (``[N, T, 2]``, about the arena's centre) with each of the N
-    trajectories mapped by one of ``SQUARE_SYMMETRIES`` drawn uniformly."""
-    positions = np.asarray(positions)
-    if positions.ndim != 3 or positions.shape[-1] != 2:
-        raise InvalidParameterError(
-            f"positions must have shape [N, T, 2], got {positions.shape}"
-        )
-    maps = SQUARE_SYMMETRIES[rng.integers(0, len(SQUARE_SYMMETRIES), len(positions))]
-    return np.einsum("nij,ntj->nti", maps, positions)
-
-
-def _subsampled_probe(
-    features: np.ndarray, labels: np.ndarray, config: Exp4Config
-) -> dict[str, dict[str, float]]:
-    """``{SIZE: {"mean", "std", "p05", "repeats"}}``: held-out accuracy of the probe
-    refit on ``subsample_repeats`` random subsets of SIZE episodes, each label
-    keeping its share of the dataset, split as the full probe is."""
-    rng = np.random.default_rng(config.seed)
-    classes = [np.flatnonzero(labels == label) for label in np.unique(labels)]
-    out = {}
-    for size in config.subsample_sizes:
-        if size > len(labels):
-            continue
-        scores = []
-        for repeat in range(config.subsample_repeats):
-            subset = np.concatenate(
-                [
-                    rng.permutation(members)[: round(size * len(members) / len(labels))]
-                    for members in classes
-                ]
-            )
-            train_index, test_index = trajectory_data.split_indices(
-                len(subset), config.test_fraction, config.seed + repeat, labels[subset]
-            )
-            scores.append(
-                probe_accuracy_split(
-                    features[subset[train_index]],
-                    labels[subset[train_index]],
-                    features[subset[test_index]],
-                    labels[subset[test_index]],
-                    config.seed,
-                )
-            )
-        scores = np.asarray(scores)
-        out[str(size)] = {
-            "mean": float(scores.mean()),
-            "std": float(scores.std(ddof=1)) if len(scores) > 1 else 0.0,
-            "p05": float(np.percentile(scores, 5)),
-            "repeats": len(scores),
-        }
-    return out
 
 
 register_experiment(

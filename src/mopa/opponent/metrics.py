@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from mopa.errors import InvalidParameterError
+from mopa.opponent.data import split_indices
 from mopa.opponent.encoders import fit_vae, latent_means
 
 CLUSTER_METHODS = ("kmeans", "gmm")
@@ -276,3 +277,52 @@ def score_vae_seeds(
                 )
             )  # fmt: skip
     return scores, first
+
+
+def subsampled_probe(
+    features: np.ndarray,
+    labels: np.ndarray,
+    sizes: Sequence[int],
+    repeats: int,
+    test_fraction: float,
+    seed: int,
+) -> dict[str, dict[str, float]]:
+    """``{SIZE: {"mean", "std", "p05", "repeats"}}``: held-out accuracy of the
+    linear probe (:func:`probe_accuracy_split`) refit on ``repeats`` random subsets
+    of SIZE of the examples ``features [N, D]`` (sizes above ``N`` are skipped),
+    each label of ``labels [N]`` keeping its share, each subset split by
+    :func:`~mopa.opponent.data.split_indices` (stratified, ``test_fraction``)."""
+    rng = np.random.default_rng(seed)
+    classes = [np.flatnonzero(labels == label) for label in np.unique(labels)]
+    out = {}
+    for size in sizes:
+        if size > len(labels):
+            continue
+        scores = []
+        for repeat in range(repeats):
+            subset = np.concatenate(
+                [
+                    rng.permutation(members)[: round(size * len(members) / len(labels))]
+                    for members in classes
+                ]
+            )
+            train_index, test_index = split_indices(
+                len(subset), test_fraction, seed + repeat, labels[subset]
+            )
+            scores.append(
+                probe_accuracy_split(
+                    features[subset[train_index]],
+                    labels[subset[train_index]],
+                    features[subset[test_index]],
+                    labels[subset[test_index]],
+                    seed,
+                )
+            )
+        scores = np.asarray(scores)
+        out[str(size)] = {
+            "mean": float(scores.mean()),
+            "std": float(scores.std(ddof=1)) if len(scores) > 1 else 0.0,
+            "p05": float(np.percentile(scores, 5)),
+            "repeats": len(scores),
+        }
+    return out

@@ -1,11 +1,13 @@
-"""Exp 3's report (:mod:`mopa.experiments.exp3`): ``results.md``, the cross-play
-table beside the research's numbers, and the tournament heatmap. Reads the
-results and the tournament it saved."""
+"""Exp 3's report (:mod:`mopa.experiments.exp3`): the research's claims checked on
+the cross-play table, ``results.md`` beside the research's numbers, and the
+tournament heatmap. Reads the results and the tournament it saved."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+import numpy as np
 
 
 def _cell(cell: dict | None) -> str:
@@ -102,3 +104,61 @@ def write_report(results: dict, out: Path) -> list[Path]:
                 plot_tournament_heatmap(load_tournament(stage / name), out / target)
             )
     return paths
+
+
+def findings(captures: dict, prey: Sequence[str]) -> dict:
+    """The research's two claims, checked on mopa's table of captures (rows the
+    predators, columns the ``prey``): does the OA-plan prey concede the fewest
+    captures in every row, and are the OA-plan predators the worst predators in
+    every column? Plus the joint planner's effect."""
+
+    def mean(row, column):
+        return captures[row][column]["mean"]
+
+    def separated(row_a, col_a, row_b, col_b):
+        """Whether cell a's interval lies wholly below cell b's."""
+        return captures[row_a][col_a]["ci95"][1] < captures[row_b][col_b]["ci95"][0]
+
+    greedy_rows = [r for r in prey]
+    prey_best = {
+        row: min(prey, key=lambda column, row=row: mean(row, column))
+        for row in greedy_rows
+    }
+    pred_worst = {
+        column: min(greedy_rows, key=lambda row, column=column: mean(row, column))
+        for column in prey
+    }
+    out = {
+        "oa_plan_prey_fewest_in_every_row": all(
+            v == "oa_plan" for v in prey_best.values()
+        ),
+        "oa_plan_prey_drop_vs_greedy_prey": float(
+            np.mean(
+                [
+                    (mean(row, "iql_greedy") + mean(row, "oa_greedy")) / 2
+                    - mean(row, "oa_plan")
+                    for row in greedy_rows
+                ]
+            )
+        ),
+        "oa_plan_prey_drop_separated": all(
+            separated(row, "oa_plan", row, "oa_greedy")
+            and separated(row, "oa_plan", row, "iql_greedy")
+            for row in greedy_rows
+        ),
+        "oa_plan_pred_worst_in_every_column": all(
+            v == "oa_plan" for v in pred_worst.values()
+        ),
+        "best_prey_per_row": prey_best,
+        "worst_pred_per_column": pred_worst,
+    }
+    if "oa_plan_joint" in captures:
+        out["joint_minus_per_agent_pred"] = {
+            column: mean("oa_plan_joint", column) - mean("oa_plan", column)
+            for column in prey
+        }
+        out["joint_minus_iql_greedy_pred"] = {
+            column: mean("oa_plan_joint", column) - mean("iql_greedy", column)
+            for column in prey
+        }
+    return out
