@@ -28,12 +28,12 @@ seeds are paired: same opponents' starting networks).
 from __future__ import annotations
 
 import dataclasses
-import time
 from typing import Any
 
 import numpy as np
 
 from mopa.algos.lemol import LeMOLConfig
+from mopa.algos.lemol.train import train_cycles
 from mopa.core.checks import check_discount, check_fields
 from mopa.errors import InvalidParameterError, UnknownNameError
 from mopa.eval.protocol import seed_gap, seed_interval
@@ -137,65 +137,6 @@ def method_config(run: LeMOLConfig, method: str, num_seeds: int) -> LeMOLConfig:
     return run.replace(num_seeds=num_seeds, **changes)
 
 
-def _binned(x: np.ndarray, bins: int) -> np.ndarray:
-    """Means of ``bins`` consecutive near-equal slices of the last axis."""
-    return np.stack([part.mean(-1) for part in np.array_split(x, bins, -1)], -1)
-
-
-def train_method(
-    config: LeMOLExperimentConfig, method: str, num_seeds: int, progress
-) -> dict[str, Any]:
-    """Every seed's run of ``method``, one jitted, vmapped cycle at a time.
-
-    Returns:
-        ``{"cycles": {NAME: [seed][cycle]}, "within_playout": [seed][cycle][bin],
-        "compile_s", "run_s"}``: per cycle ``return/<team>`` (mean over the
-        cycle's updates of the return of the episodes that ended), and with a
-        model ``om_accuracy``, ``om_loss``, ``om_uniform_loss``,
-        ``om_train_loss``; ``within_playout`` is ``om_accuracy`` over the
-        play-out's updates in ``within_bins`` bins, averaged over the cycle's
-        play-outs (empty without a model).
-    """
-    import jax
-
-    from mopa.algos.lemol import make_lemol
-
-    run = method_config(config.run, method, num_seeds)
-    lemol = make_lemol(run)
-    base = jax.random.key(config.seed)
-    keys = jax.vmap(lambda i: jax.random.fold_in(base, i))(np.arange(num_seeds))
-    start = time.perf_counter()
-    carry = jax.jit(jax.vmap(lemol.init))(keys)
-    cycle = jax.jit(jax.vmap(lemol.cycle)).lower(carry).compile()
-    compile_s = time.perf_counter() - start
-    cycles: dict[str, list] = {}
-    within = []
-    start = time.perf_counter()
-    for c in range(run.n_opp_cycles):
-        carry, metrics, cycle_metrics = cycle(carry)
-        metrics = {k: np.asarray(v, np.float64) for k, v in metrics.items()}
-        per_cycle = {
-            f"return/{team}": np.nanmean(metrics[f"return/{team}"], 1) for team in TEAMS
-        }
-        per_cycle.update({k: np.asarray(v) for k, v in cycle_metrics.items()})
-        for name, value in per_cycle.items():
-            cycles.setdefault(name, []).append(value)
-        if "om_accuracy" in metrics:
-            shape = (num_seeds, run.traj_per_iter, run.updates_per_playout)
-            accuracy = metrics["om_accuracy"].reshape(shape).mean(1)
-            within.append(_binned(accuracy, config.within_bins))
-        line = " ".join(
-            f"{k} {float(np.mean(v)):+.3f}" for k, v in sorted(per_cycle.items())
-        )
-        progress(f"{method} cycle {c + 1}/{run.n_opp_cycles}: {line}")
-    return {
-        "cycles": {k: np.stack(v, 1).tolist() for k, v in cycles.items()},
-        "within_playout": np.stack(within, 1).tolist() if within else [],
-        "compile_s": compile_s,
-        "run_s": time.perf_counter() - start,
-    }
-
-
 def _curve(values: np.ndarray) -> dict[str, list]:
     """Per-cycle mean and interval of ``[seed, cycle]`` values."""
     stats = [seed_interval(values[:, c]) for c in range(values.shape[1])]
@@ -220,7 +161,14 @@ def run_lemol_experiment(
         trained[method] = stages.run(
             f"train_{method}",
             described,
-            lambda folder, m=method: train_method(config, m, num_seeds, progress),
+            lambda folder, m=method: train_cycles(
+                method_config(config.run, m, num_seeds),
+                config.seed,
+                TEAMS,
+                config.within_bins,
+                progress,
+                m,
+            ),
         )
     start, end = config.later_cycles
     arrays = {
