@@ -9,7 +9,8 @@ and its seed-stacked params) against *opponents* (entries of the other side):
   ones (``paired_episodes``: the same keys, so the same starts and the
   opponent's own draws, which pairs the rows' episodes for a difference);
 * :func:`play_pool`: rows against every opponent of a pool in one tournament,
-  ``{opponent: {row: values}}``;
+  ``{opponent: {row: values}}``; :func:`cell_stats`: a tournament's cells as
+  JSON;
 * :func:`row_stats` and :func:`pooled_table`: a row's mean over its episodes with
   the normal 95% interval (:func:`~mopa.eval.intervals.mean_interval`), one
   opponent's or pooled over a set of them; :func:`opponent_means`;
@@ -109,6 +110,24 @@ def play_pool(
     return {
         column: {row: values[r, c] for r, row in enumerate(result.row_names)}
         for c, column in enumerate(result.column_names)
+    }
+
+
+def cell_stats(result: Any, metric: str = "captures") -> dict[str, dict[str, Any]]:
+    """A tournament's cells as JSON: ``{row: {column: {"mean", "ci95",
+    "seed_means"}}}`` of ``metric`` (:meth:`~mopa.eval.tournament.
+    TournamentResult.summary`: every cell's episodes pooled over seed pairs)."""
+    stats = result.summary(metric)
+    return {
+        row: {
+            column: {
+                "mean": float(stats["mean"][r, c]),
+                "ci95": [float(v) for v in stats["ci95"][r, c]],
+                "seed_means": [float(v) for v in stats["seed_means"][r, c]],
+            }
+            for c, column in enumerate(result.column_names)
+        }
+        for r, row in enumerate(result.row_names)
     }
 
 

@@ -42,6 +42,7 @@ from mopa.algos.presets import check_recipe, recipe_preset
 from mopa.core.checkpoint import POLICY_FILE
 from mopa.core.checks import check_fields
 from mopa.errors import InvalidParameterError
+from mopa.eval.protocol import cell_stats
 from mopa.eval.tournament import broadcast_seeds
 from mopa.experiments.registry import recipe_field, register_experiment
 from mopa.policy import read_policy_file
@@ -189,22 +190,6 @@ def _entries(env, env_params, runs: dict, config: Exp3Config, team: str, modes):
     return entries
 
 
-def _cells(result, rows: list[str]) -> dict:
-    stats = result.summary("captures")
-    cells = {}
-    for row in rows:
-        r = result.row_names.index(row)
-        cells[row] = {
-            column: {
-                "mean": float(stats["mean"][r, c]),
-                "ci95": [float(v) for v in stats["ci95"][r, c]],
-                "seed_means": [float(v) for v in stats["seed_means"][r, c]],
-            }
-            for c, column in enumerate(result.column_names)
-        }
-    return cells
-
-
 def _tournament_stage(
     config: Exp3Config, trained: dict, num_seeds: int, progress, stages
 ):
@@ -262,7 +247,7 @@ def _tournament_stage(
         progress(f"  3x3 tournament: {main_wall:.1f} s")
         save_tournament(main, folder / "tournament.json")
         plot_tournament_heatmap(main, folder / "heatmap.png")
-        captures = _cells(main, list(PREY_VARIANTS))
+        captures = cell_stats(main)
         joint_wall = None
         if config.joint:
             progress("  joint-action predator planner against every prey")
@@ -279,7 +264,7 @@ def _tournament_stage(
             joint_wall = time.perf_counter() - tick
             progress(f"  joint row: {joint_wall:.1f} s")
             save_tournament(joint, folder / "tournament_joint.json")
-            captures.update(_cells(joint, ["oa_plan_joint"]))
+            captures.update(cell_stats(joint))
         return {
             "captures": captures,
             "tournament_wall_s": main_wall,

@@ -84,7 +84,7 @@ from mopa.envs import make
 from mopa.envs.wrappers import AutoReset
 from mopa.errors import InvalidParameterError
 from mopa.eval.intervals import mean_interval
-from mopa.eval.protocol import mean_std
+from mopa.eval.protocol import cell_stats, mean_std
 from mopa.eval.tournament import TournamentEntry, play_tournament
 from mopa.experiments import part1
 from mopa.experiments.registry import recipe_field, register_experiment
@@ -548,15 +548,12 @@ def _brittleness(config, algo, runs, stages) -> dict[str, Any]:
                 num_episodes=config.tournament_episodes,
                 pairing="paired",
             )
-            values = result.metric("captures")
-            summary = result.summary("captures")
+            values, table = result.metric("captures"), cell_stats(result)
             for r, predator in enumerate(PLACEMENTS):
                 captures[predator, placement] = values[r, 0]
-                cells[f"pred_{predator}/prey_{placement}"] = {
-                    "mean": float(summary["mean"][r, 0]),
-                    "ci95": [float(v) for v in summary["ci95"][r, 0]],
-                    "seed_means": [float(v) for v in summary["seed_means"][r, 0]],
-                }
+                cells[f"pred_{predator}/prey_{placement}"] = table[f"pred_{predator}"][
+                    f"prey_{placement}"
+                ]
 
         def drop(samples):
             own = np.mean([samples[p, p].mean() for p in PLACEMENTS])
