@@ -1,6 +1,6 @@
 """The evaluation protocol's statistics, checked by hand: a row's paired and
 independent differences, the win difference and the Wilson interval, outcome
-counts, pooled tables and matches."""
+counts, pooled tables, tournament cells, matches and seed gaps."""
 
 import numpy as np
 import pytest
@@ -8,6 +8,7 @@ import pytest
 from mopa.errors import InvalidParameterError
 from mopa.eval.intervals import wilson_interval
 from mopa.eval.protocol import (
+    cell_stats,
     count_outcomes,
     match_stats,
     opponent_means,
@@ -19,6 +20,7 @@ from mopa.eval.protocol import (
     seed_interval,
     win_difference,
 )
+from mopa.eval.tournament import TournamentResult
 
 
 def test_the_paired_difference_is_the_mean_of_the_per_episode_differences():
@@ -131,3 +133,24 @@ def test_seed_gap_outcomes_by_hand():
     straddle = seed_gap([0.5, 0.3, 0.4], [0.4, 0.4, 0.4], True, NAMES)
     assert straddle["outcome"] == "no detectable difference"
     assert not straddle["excludes_zero"]
+
+
+def test_cell_stats_are_each_cells_pooled_episodes():
+    # One row, two columns, two seed pairs of two episodes: [R, C, P, N].
+    captures = np.array([[[[1.0, 3.0], [2.0, 2.0]], [[0.0, 0.0], [0.0, 4.0]]]])
+    result = TournamentResult(
+        row_names=("a",),
+        column_names=("x", "y"),
+        teams=("predator", "prey"),
+        pairing="paired",
+        seed_pairs=np.array([[0, 0], [1, 1]]),
+        returns=np.zeros((1, 2, 2, 2, 2)),
+        totals={"captures": captures},
+    )
+    cells = cell_stats(result)
+    # x: episodes 1, 3, 2, 2: mean 2, sample sd sqrt(2 / 3), half 1.96 sd / 2.
+    half = 1.96 * np.sqrt(2 / 3) / 2
+    assert cells["a"]["x"]["mean"] == 2.0
+    assert cells["a"]["x"]["ci95"] == pytest.approx([2 - half, 2 + half])
+    assert cells["a"]["x"]["seed_means"] == [2.0, 2.0]
+    assert cells["a"]["y"]["seed_means"] == [0.0, 2.0]
