@@ -34,10 +34,10 @@ import jax  # noqa: E402
 import jax.monitoring  # noqa: E402
 
 from mopa.core.runinfo import run_metadata  # noqa: E402
+from mopa.core.stages import Stages  # noqa: E402
 from mopa.eval.tournament import play_tournament  # noqa: E402
 from mopa.experiments import intent  # noqa: E402
 from mopa.experiments import intent_conditions as conditions  # noqa: E402
-from mopa.experiments.stages import Stages  # noqa: E402
 
 PHASES = {
     "/jax/core/compile/jaxpr_trace_duration": "trace_s",

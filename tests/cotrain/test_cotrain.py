@@ -12,10 +12,10 @@ import pytest
 
 from mopa.cli.cotrain import PROFILE_NAMES
 from mopa.cli.main import main
+from mopa.core.stages import Stages
 from mopa.cotrain import BLUES, CotrainConfig, run_cotrain, write_league
 from mopa.errors import InvalidParameterError
 from mopa.experiments.cotrain import PROFILES
-from mopa.experiments.stages import Stages
 from mopa.league import CheckpointManifest, EloRatings, LeagueStore, fit_bradley_terry
 from tests.browser import assert_plots_unclipped, image_widths, report_page
 

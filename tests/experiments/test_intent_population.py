@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from mopa.cli.main import main
+from mopa.core.stages import Stages
 from mopa.errors import InvalidParameterError
 from mopa.experiments import run_experiment
 from mopa.experiments.intent_conditions import read_teams
@@ -31,7 +32,6 @@ from mopa.experiments.intent_population_rows import (
     load_clones,
     match_player,
 )
-from mopa.experiments.stages import Stages
 from mopa.opponent.online import residual_weight
 from mopa.opponent.population import none_fits_probability
 from tests.browser import assert_plots_unclipped, image_widths, report_page

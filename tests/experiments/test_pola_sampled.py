@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from mopa.algos.pola.sampled import chunk_length, make_train, train_seeds
+from mopa.core.stages import Stages
 from mopa.experiments.pola import (
     CPU_SAMPLED,
     SampledExperimentConfig,
     _tiny,
     run_sampled,
 )
-from mopa.experiments.stages import Stages
 
 
 @pytest.mark.parametrize(

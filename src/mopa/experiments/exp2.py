@@ -40,13 +40,13 @@ import numpy as np
 
 from mopa.algos.presets import check_recipe
 from mopa.core.checks import check_fields, check_probability
+from mopa.core.stages import file_fingerprint
 from mopa.envs import make
 from mopa.errors import InvalidParameterError
 from mopa.eval.intervals import bootstrap_mean
 from mopa.eval.protocol import mean_std
 from mopa.experiments import part1
 from mopa.experiments.registry import recipe_field, register_experiment
-from mopa.experiments.stages import file_fingerprint
 from mopa.opponent import data as trajectory_data
 from mopa.opponent.encoders import VAEConfig
 from mopa.opponent.metrics import score_vae_seeds

@@ -51,11 +51,11 @@ import numpy as np
 
 from mopa.algos.presets import check_recipe
 from mopa.core.checks import check_fields, check_probability
+from mopa.core.stages import file_fingerprint
 from mopa.envs import make
 from mopa.errors import InvalidParameterError
 from mopa.experiments import part1
 from mopa.experiments.registry import recipe_field, register_experiment
-from mopa.experiments.stages import file_fingerprint
 from mopa.opponent import data as trajectory_data
 from mopa.opponent.metrics import probe_accuracy_split, subsampled_probe
 from mopa.opponent.representations import symmetrise, window_occupancy

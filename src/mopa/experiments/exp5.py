@@ -80,6 +80,7 @@ import numpy as np
 
 from mopa.algos.presets import check_recipe
 from mopa.core.checks import check_fields, check_probability
+from mopa.core.stages import file_fingerprint
 from mopa.envs import make
 from mopa.envs.wrappers import AutoReset
 from mopa.errors import InvalidParameterError
@@ -88,7 +89,6 @@ from mopa.eval.protocol import cell_stats, mean_std
 from mopa.eval.tournament import TournamentEntry, play_tournament
 from mopa.experiments import part1
 from mopa.experiments.registry import recipe_field, register_experiment
-from mopa.experiments.stages import file_fingerprint
 from mopa.opponent import bc
 from mopa.opponent import data as trajectory_data
 from mopa.opponent.encoders import VAEConfig, latent_means, load_encoder, save_encoder

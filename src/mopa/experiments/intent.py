@@ -3,7 +3,7 @@
 
 The prey of ``tag_intent`` secretly heads for one of four corners each episode.
 Stages (each reused when re-run with the same config, see
-:mod:`mopa.experiments.stages`):
+:mod:`mopa.core.stages`):
 
 1. ``train_unaware``, ``train_oracle``, ``train_belief``: MAPPO co-training of the
    three predator conditions, each with its own prey (the research's networks,
@@ -27,7 +27,7 @@ Stages (each reused when re-run with the same config, see
 
    ``train_belief`` runs first; then ``encoders`` beside ``train_unaware``, and
    ``calibration`` and ``world_models`` beside ``train_oracle``, at the same time
-   (:meth:`~mopa.experiments.stages.Stages.run_together`), as do the stages of 4
+   (:meth:`~mopa.core.stages.Stages.run_together`), as do the stages of 4
    and 5: a stage that leaves a core idle (small networks, the tree search that
    plays one game after another) lends it to the others, and each computes the
    numbers it computes alone.

@@ -4,7 +4,7 @@ intent_population``.
 
 The game is Exp 6's ``tag_intent`` (:mod:`mopa.experiments.intent`): the prey
 secretly heads for one of four corners each episode. Stages (each reused when
-re-run with the same config, see :mod:`mopa.experiments.stages`):
+re-run with the same config, see :mod:`mopa.core.stages`):
 
 1. ``train_<condition>``: a **prey population**, MAPPO co-training of the prey
    with its predators under every condition of ``config.conditions`` (see
@@ -39,7 +39,7 @@ re-run with the same config, see :mod:`mopa.experiments.stages`):
    by episode, the late episodes' gain over the first, and the belief (and with
    ``online_fallback`` the correction's weight) through the match, replayed from
    the recorded moves. It runs beside ``eval``
-   (:meth:`~mopa.experiments.stages.Stages.run_together`), with the same numbers
+   (:meth:`~mopa.core.stages.Stages.run_together`), with the same numbers
    as alone.
 
 The rows and how they play: :mod:`mopa.experiments.intent_population_rows`.

@@ -17,7 +17,7 @@ import jax
 from mopa.algos.config import TrainConfig
 from mopa.algos.driver import run_training
 from mopa.algos.presets import recipe_preset
-from mopa.experiments.stages import Stages
+from mopa.core.stages import Stages
 from mopa.policy import read_policy_file
 
 RUN_FOLDER = "run"

@@ -21,10 +21,10 @@ import numpy as np
 from mopa.algos.pola.exact import ExactConfig, p_tft
 from mopa.algos.pola.sampled import Metrics, SampledConfig, train_seeds
 from mopa.core.checks import check_fields
+from mopa.core.stages import Stages
 from mopa.errors import InvalidParameterError, UnknownNameError
 from mopa.eval.intervals import half_width
 from mopa.experiments.registry import register_experiment
-from mopa.experiments.stages import Stages
 from mopa.report import pola_report
 
 CONTRIB_FACTORS = (1.1, 1.25, 1.33, 1.4, 1.6)

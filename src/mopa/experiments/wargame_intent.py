@@ -35,7 +35,7 @@ expected win rate under its belief (the ``family_probe``'s win-rate table,
 :func:`~mopa.planning.battalion_blue.probe_family`); the blind planner plays the
 best single plan, the aware one the online belief of its own classifier.
 
-Stages (reused when re-run with the same config, :mod:`mopa.experiments.stages`):
+Stages (reused when re-run with the same config, :mod:`mopa.core.stages`):
 ``train``, ``belief``, ``evaluate``, ``family_probe``, ``plan_belief`` and
 ``plan_evaluate``. Every condition plays the same episodes (the same keys: the
 same terrain, start and Red type). Win, draw and loss come from the game's end
@@ -586,7 +586,7 @@ def run_wargame_intent(
         The JSON-able results (see the module docstring and
         :func:`wargame_markdown`).
     """
-    from mopa.experiments.stages import Stages
+    from mopa.core.stages import Stages
 
     progress = progress or (lambda line: None)
     stages = stages if stages is not None else Stages(None, progress)
