@@ -13,6 +13,8 @@ from mopa.eval.protocol import (
     match_stats,
     opponent_means,
     outcome_stats,
+    outcome_summary,
+    pooled_outcomes,
     pooled_table,
     row_difference,
     row_stats,
@@ -71,6 +73,19 @@ def test_outcome_counts_and_their_rates():
     assert count_outcomes(outcomes).score == (3 + 0.5) / 8
     with pytest.raises(RuntimeError, match="did not end"):
         count_outcomes(np.array([1, -2]))
+
+
+def test_an_evaluations_summary_and_several_pooled():
+    summary = outcome_summary(5, 3, 2)
+    assert (summary["n"], summary["win_rate"], summary["draw_rate"]) == (10, 0.5, 0.3)
+    assert summary["loss_rate"] == 0.2
+    # Wilson at 5 of 10: (0.5 -+ 1.96 sqrt(0.025 + 0.0096)) / 1.384
+    assert summary["win_ci95"] == pytest.approx([0.236593, 0.763407], abs=1e-6)
+    assert summary["draw_ci95"] == pytest.approx(list(wilson_interval(3, 10)))
+    pooled = pooled_outcomes([summary, outcome_summary(1, 0, 9)])
+    assert (pooled["wins"], pooled["draws"], pooled["losses"]) == (6, 3, 11)
+    assert pooled["win_rate"] == 6 / 20
+    assert pooled["loss_ci95"] == pytest.approx(list(wilson_interval(11, 20)))
 
 
 def test_pooled_tables_concatenate_the_opponents_in_order():

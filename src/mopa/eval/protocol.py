@@ -314,6 +314,24 @@ def outcome_stats(outcomes: Any) -> dict[str, Any]:
     }
 
 
+def outcome_summary(wins: int, draws: int, losses: int) -> dict[str, Any]:
+    """Counts, rates and 95% Wilson intervals of an evaluation's wins, draws and
+    losses (``win_rate``, ``win_ci95``, the same for ``draw`` and ``loss``)."""
+    n = wins + draws + losses
+    summary: dict[str, Any] = {"wins": wins, "draws": draws, "losses": losses, "n": n}
+    for name, count in (("win", wins), ("draw", draws), ("loss", losses)):
+        summary[f"{name}_rate"] = count / n
+        summary[f"{name}_ci95"] = list(wilson_interval(count, n))
+    return summary
+
+
+def pooled_outcomes(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One :func:`outcome_summary` of several evaluations' episodes together."""
+    return outcome_summary(
+        *(sum(s[k] for s in summaries) for k in ("wins", "draws", "losses"))
+    )
+
+
 def win_difference(first: Any, second: Any) -> dict[str, Any]:
     """Mean of ``win(first) - win(second)`` over paired episodes (the same keys)
     ``[S, N]``, with its normal 95% interval."""

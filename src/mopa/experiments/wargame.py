@@ -1,10 +1,10 @@
 """The wargame's experiments: a trained Blue against the scripted Red ladder
-(``mopa experiment wargame_ladder``) and the shared pieces of the wargame's
-transfer benchmarks (:mod:`mopa.experiments.wargame_transfer`).
+(``mopa experiment wargame_ladder``); the transfer benchmarks are in
+:mod:`mopa.experiments.wargame_transfer`.
 
-Every Blue here is trained through :func:`mopa.league.train` (PPO with a
+Every Blue here is trained through :func:`mopa.league.train_blue` (PPO with a
 centralised critic, the league's MAPPO, on ``battalion_vs_red`` with discrete
-actions) and evaluated through :func:`mopa.league.evaluate_detailed`: wins, draws
+actions) and evaluated through :func:`mopa.league.evaluate_blue`: wins, draws
 and losses from the game's own end signals (a simultaneous break and the
 500-step limit are draws), episode ``i`` of an evaluation seeded
 ``eval_seed + i``, the policy acting greedily. Rates carry 95% Wilson score
@@ -29,17 +29,14 @@ so the report shows what PPO added to or took from its starting point.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from mopa.core.checks import check_fields
 from mopa.errors import InvalidParameterError
-from mopa.eval.intervals import wilson_interval
 from mopa.experiments.registry import register_experiment
 from mopa.league.cloning import CloneConfig, clone_blue
-from mopa.league.training import Callback, LeagueRun, TrainingConfig
+from mopa.league.evaluation import evaluate_blue, red_mixture_kwargs
+from mopa.league.training import TrainingConfig, train_blue
 from mopa.report import wargame_report
 from mopa.report.wargame_report import rate_cell
 
@@ -49,117 +46,6 @@ REFERENCE_PPO = {"L1": 0.85, "L2": 0.85, "L3": 1.00, "L4": 1.00, "L5": 0.25}
 """Win rates of seed 001's PPO baseline (about 50k steps) against the ladder."""
 TARGETS = {"L1": 0.95, "L2": 0.95, "L3": 0.95, "L4": 0.95, "L5": 0.60}
 """The win rates a trained Blue must reach against each level."""
-
-
-def outcome_summary(wins: int, draws: int, losses: int) -> dict[str, Any]:
-    """Counts, rates and 95% Wilson intervals of an evaluation."""
-    n = wins + draws + losses
-    summary: dict[str, Any] = {"wins": wins, "draws": draws, "losses": losses, "n": n}
-    for name, count in (("win", wins), ("draw", draws), ("loss", losses)):
-        summary[f"{name}_rate"] = count / n
-        summary[f"{name}_ci95"] = list(wilson_interval(count, n))
-    return summary
-
-
-# -- training and evaluation through the league -------------------------------------
-def ladder_red_kwargs(mixture: tuple[tuple[str, float], ...]) -> dict[str, Any]:
-    """Game overrides of ``battalion_vs_red`` whose Red is drawn per episode from
-    ``mixture`` (``(type, weight)`` pairs, normalised), built with the league's
-    Red types so that any mixture is a parameter of one compiled game.
-
-    Raises:
-        InvalidParameterError: an unknown type, a negative weight or no weight.
-    """
-    from mopa.envs.scripted_red import RED_TYPE_INDEX, RED_TYPES
-    from mopa.league.evaluation import LEAGUE_REDS
-
-    probs = np.zeros(len(RED_TYPES))
-    for name, weight in mixture:
-        if name not in LEAGUE_REDS:
-            raise InvalidParameterError(
-                f"mixture: {name!r} is not one of {', '.join(LEAGUE_REDS)}"
-            )
-        if weight < 0:
-            raise InvalidParameterError(f"mixture: weight of {name} is negative")
-        probs[RED_TYPE_INDEX[name]] += weight
-    if probs.sum() <= 0:
-        raise InvalidParameterError("mixture: the weights sum to 0")
-    probs = probs / probs.sum()
-    return {"red": ",".join(LEAGUE_REDS), "red_probs": tuple(float(p) for p in probs)}
-
-
-class ProgressLog(Callback):
-    """Reports every chunk's training win rate and the running wall time."""
-
-    def __init__(self, label: str, progress):
-        self.label = label
-        self.progress = progress
-        self.win_rates: list[float] = []
-
-    def on_chunk_end(self, run: LeagueRun) -> None:
-        wins = np.asarray(run.rows["win_per_episode"], np.float64)
-        finished = np.isfinite(wins)
-        win_rate = float(wins[finished].mean()) if finished.any() else None
-        self.win_rates.append(win_rate)  # None: no episode ended in the chunk
-        shown = "-" if win_rate is None else f"{win_rate:.3f}"
-        self.progress(
-            f"{self.label}: chunk {run.chunk}/{run.num_chunks}, {run.env_steps} steps, "
-            f"training win rate {shown}, {run.wall_s:.0f} s"
-        )
-
-
-def train_blue(
-    training: TrainingConfig, folder: Path, label: str, progress
-) -> dict[str, Any]:
-    """Train ``training`` with its league in ``folder``; the final checkpoint is
-    ``folder/runs/<run_id>/final.msgpack``.
-
-    Returns:
-        ``{"checkpoint", "env_steps", "wall_s", "train_win_rate" (per chunk),
-        "promotions"}``.
-    """
-    from mopa.league.training import train
-
-    log = ProgressLog(label, progress)
-    result = train(training.replace(checkpoint_dir=str(folder)), callbacks=[log])
-    return {
-        "checkpoint": str(result.final_checkpoint),
-        "env_steps": int(result.env_steps),
-        "wall_s": float(result.wall_s),
-        "train_win_rate": log.win_rates,
-        "promotions": result.promotions,
-    }
-
-
-def evaluate_blue(
-    checkpoint: str,
-    opponent: str,
-    n_episodes: int,
-    seed: int,
-    env_kwargs: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """:func:`outcome_summary` of the checkpoint's Blue (greedy) against the
-    scripted ``opponent`` on the game set by ``env_kwargs``."""
-    from mopa.league.evaluation import evaluate_detailed
-
-    result = evaluate_detailed(
-        checkpoint,
-        n_episodes=n_episodes,
-        deterministic=True,
-        seed=seed,
-        opponent=opponent,
-        env_kwargs=env_kwargs,
-    )
-    return outcome_summary(result.wins, result.draws, result.losses)
-
-
-def training_dict(training: TrainingConfig) -> dict[str, Any]:
-    """What a stage's result depends on in a training config (without where it is
-    saved)."""
-    return training.identity()
-
-
-# -- behaviour cloning of a scripted, cover-seeking Blue -----------------------------
 
 
 # -- wargame_ladder -------------------------------------------------------------------
@@ -218,7 +104,7 @@ class WargameLadderConfig:
         object.__setattr__(
             self, "mixture", tuple((str(n), float(w)) for n, w in self.mixture)
         )
-        ladder_red_kwargs(self.mixture)  # validates the mixture
+        red_mixture_kwargs(self.mixture)  # validates the mixture
         if self.clone is not None and not dict(self.training.game_kwargs).get(
             "terrain_obs", False
         ):
@@ -230,7 +116,7 @@ class WargameLadderConfig:
     @property
     def training_config(self) -> TrainingConfig:
         """The league run: ``training`` with the mixture's Red."""
-        kwargs = {**dict(self.training.game_kwargs), **ladder_red_kwargs(self.mixture)}
+        kwargs = {**dict(self.training.game_kwargs), **red_mixture_kwargs(self.mixture)}
         return self.training.replace(game_kwargs=kwargs)
 
 
@@ -264,7 +150,7 @@ def run_wargame_ladder(
         clone = config.clone
         cloned = stages.run(
             "clone",
-            {"training": training_dict(training), "clone": dataclasses.asdict(clone)},
+            {"training": training.identity(), "clone": dataclasses.asdict(clone)},
             lambda folder: clone_blue(training, clone, folder, progress),
         )
         training = training.replace(
@@ -278,7 +164,7 @@ def run_wargame_ladder(
         }
     trained = stages.run(
         "train",
-        training_dict(training),
+        training.identity(),
         lambda folder: train_blue(training, folder, "train", progress),
     )
     levels = evaluate_ladder(trained["checkpoint"], config, progress, "trained")

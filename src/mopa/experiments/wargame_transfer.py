@@ -49,15 +49,11 @@ from mopa.core.checks import check_fields
 from mopa.envs.battalion import game_defaults, procedural_scenario
 from mopa.errors import InvalidParameterError
 from mopa.eval.intervals import proportion_difference
+from mopa.eval.protocol import pooled_outcomes
 from mopa.experiments.registry import register_experiment
-from mopa.experiments.wargame import (
-    evaluate_blue,
-    ladder_red_kwargs,
-    train_blue,
-    training_dict,
-)
 from mopa.league.curriculum import CurriculumStage
-from mopa.league.training import TrainingConfig
+from mopa.league.evaluation import evaluate_blue, red_mixture_kwargs
+from mopa.league.training import TrainingConfig, train_blue
 from mopa.report import wargame_report
 from mopa.report.wargame_report import rate_cell
 
@@ -96,7 +92,7 @@ def scenario_stage(seed: int) -> CurriculumStage:
 
 
 def _red_training(training: TrainingConfig, red: str, **changes: Any):
-    kwargs = {**dict(training.game_kwargs), **ladder_red_kwargs(((red, 1.0),))}
+    kwargs = {**dict(training.game_kwargs), **red_mixture_kwargs(((red, 1.0),))}
     return training.replace(game_kwargs=kwargs, **changes)
 
 
@@ -124,7 +120,7 @@ def _check_fine_tuning(config) -> None:
 
 
 def _check_red(red: str) -> None:
-    ladder_red_kwargs(((red, 1.0),))  # raises on a Red the league games lack
+    red_mixture_kwargs(((red, 1.0),))  # raises on a Red the league games lack
 
 
 # -- wargame_generalization -----------------------------------------------------------
@@ -209,7 +205,7 @@ def run_wargame_generalization(
     generalist = config.generalist()
     trained = stages.run(
         "generalist",
-        training_dict(generalist),
+        generalist.identity(),
         lambda folder: train_blue(generalist, folder, "generalist", progress),
     )
 
@@ -237,7 +233,7 @@ def run_wargame_generalization(
         )
         tuned = stages.run(
             f"finetune_{seed}",
-            {**training_dict(finetune), "from": training_dict(generalist)},
+            {**finetune.identity(), "from": generalist.identity()},
             lambda folder, c=finetune, n=name: train_blue(
                 c, folder, f"fine-tune {n}", progress
             ),
@@ -245,7 +241,7 @@ def run_wargame_generalization(
         specialist = config.on_scenario(seed, config.specialist_steps, f"spec_{seed}")
         special = stages.run(
             f"specialist_{seed}",
-            training_dict(specialist),
+            specialist.identity(),
             lambda folder, c=specialist, n=name: train_blue(
                 c, folder, f"specialist {n}", progress
             ),
@@ -263,10 +259,10 @@ def run_wargame_generalization(
             f"{rate_cell(row['fine_tuned'])}, specialist {rate_cell(row['specialist'])}"
         )
     pooled = {
-        policy: _pool([row[policy] for row in heldout.values()])
+        policy: pooled_outcomes([row[policy] for row in heldout.values()])
         for policy in ("zero_shot", "fine_tuned", "specialist")
     }
-    pooled["training_scenarios"] = _pool(list(in_distribution.values()))
+    pooled["training_scenarios"] = pooled_outcomes(list(in_distribution.values()))
     specialist_rate = pooled["specialist"]["win_rate"]
     ratio = (
         pooled["fine_tuned"]["win_rate"] / specialist_rate
@@ -307,15 +303,6 @@ def run_wargame_generalization(
 
 def _run_info(trained: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in trained.items() if k != "checkpoint"}
-
-
-def _pool(summaries: list[dict[str, Any]]) -> dict[str, Any]:
-    """One outcome summary of several evaluations' episodes together."""
-    from mopa.experiments.wargame import outcome_summary
-
-    return outcome_summary(
-        *(sum(s[k] for s in summaries) for k in ("wins", "draws", "losses"))
-    )
 
 
 # -- wargame_terrain ------------------------------------------------------------------
@@ -419,7 +406,7 @@ def run_wargame_terrain(
     source = config.on_terrain(config.source, config.training.total_timesteps, "source")
     trained = stages.run(
         "source",
-        training_dict(source),
+        source.identity(),
         lambda folder: train_blue(source, folder, "source", progress),
     )
     finetune = config.on_terrain(
@@ -427,19 +414,19 @@ def run_wargame_terrain(
     )
     tuned = stages.run(
         "finetune",
-        {**training_dict(finetune), "from": training_dict(source)},
+        {**finetune.identity(), "from": source.identity()},
         lambda folder: train_blue(finetune, folder, "fine-tune", progress),
     )
     scratch = config.on_terrain(config.target, config.finetune_steps, "scratch")
     control = stages.run(
         "scratch",
-        training_dict(scratch),
+        scratch.identity(),
         lambda folder: train_blue(scratch, folder, "scratch", progress),
     )
     native = config.on_terrain(config.target, config.training.total_timesteps, "target")
     on_target = stages.run(
         "target",
-        training_dict(native),
+        native.identity(),
         lambda folder: train_blue(native, folder, "target", progress),
     )
 

@@ -33,7 +33,7 @@ from mopa.envs import make
 from mopa.envs.battalion_wrappers import SCRIPTED_VARIANTS, DiscreteActions
 from mopa.envs.scripted_red import LADDER, RED_TYPE_INDEX, RED_TYPES
 from mopa.errors import InvalidParameterError, MissingPathError
-from mopa.eval.protocol import EvaluationResult, count_outcomes
+from mopa.eval.protocol import EvaluationResult, count_outcomes, outcome_summary
 from mopa.league.arena import Arena, ArenaParams, stack_opponents
 from mopa.policy import PolicySpec, make_act_fn, read_policy_file
 
@@ -56,6 +56,29 @@ def scripted_red_kwargs(red: str) -> dict[str, Any]:
     probs = [0.0] * len(RED_TYPES)
     probs[RED_TYPE_INDEX[red]] = 1.0
     return {"red": ",".join(LEAGUE_REDS), "red_probs": tuple(probs)}
+
+
+def red_mixture_kwargs(mixture: tuple[tuple[str, float], ...]) -> dict[str, Any]:
+    """Game overrides of ``battalion_vs_red`` whose Red is drawn per episode from
+    ``mixture`` (``(type, weight)`` pairs of :data:`LEAGUE_REDS`, normalised): as
+    :func:`scripted_red_kwargs`, any mixture is a parameter of one compiled game.
+
+    Raises:
+        InvalidParameterError: an unknown type, a negative weight or no weight.
+    """
+    probs = np.zeros(len(RED_TYPES))
+    for name, weight in mixture:
+        if name not in LEAGUE_REDS:
+            raise InvalidParameterError(
+                f"mixture: {name!r} is not one of {', '.join(LEAGUE_REDS)}"
+            )
+        if weight < 0:
+            raise InvalidParameterError(f"mixture: weight of {name} is negative")
+        probs[RED_TYPE_INDEX[name]] += weight
+    if probs.sum() <= 0:
+        raise InvalidParameterError("mixture: the weights sum to 0")
+    probs = probs / probs.sum()
+    return {"red": ",".join(LEAGUE_REDS), "red_probs": tuple(float(p) for p in probs)}
 
 
 class LeaguePolicy(NamedTuple):
@@ -365,3 +388,24 @@ def evaluate_vs_pool(
 
 evaluate_team_vs_pool = evaluate_vs_pool
 """Team policies evaluate the same way (every agent of a side is one policy)."""
+
+
+def evaluate_blue(
+    checkpoint: str,
+    opponent: str,
+    n_episodes: int,
+    seed: int,
+    env_kwargs: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """:func:`~mopa.eval.protocol.outcome_summary` of the checkpoint's Blue
+    (greedy, :func:`evaluate_detailed`) against the scripted ``opponent`` on the
+    game set by ``env_kwargs``."""
+    result = evaluate_detailed(
+        checkpoint,
+        n_episodes=n_episodes,
+        deterministic=True,
+        seed=seed,
+        opponent=opponent,
+        env_kwargs=env_kwargs,
+    )
+    return outcome_summary(result.wins, result.draws, result.losses)
