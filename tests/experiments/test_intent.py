@@ -13,7 +13,8 @@ import pytest
 
 from mopa.cli.main import main
 from mopa.experiments import run_experiment
-from mopa.experiments.intent import CONDITIONS, PROFILES
+from mopa.experiments.intent import PROFILES
+from mopa.experiments.intent_conditions import CONDITIONS
 from mopa.report.intent_report import MISSING_CONDITIONS
 from tests.browser import assert_plots_unclipped, image_widths, report_page
 
