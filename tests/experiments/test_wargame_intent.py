@@ -21,7 +21,6 @@ from mopa.experiments.wargame_intent import (
     TRAINED,
     WargameIntentConfig,
     classifier_config,
-    training_segments,
 )
 from mopa.opponent.battalion_belief import (
     MOTION_FEATURES,
@@ -33,7 +32,13 @@ from mopa.opponent.battalion_belief import (
 )
 from mopa.opponent.beliefs import init_prefix_belief, update_prefix_belief
 from mopa.opponent.encoders import init_params as init_classifier
-from mopa.planning.battalion_blue import FAMILY, choose_plan, family_game, probe_family
+from mopa.planning.battalion_blue import (
+    FAMILY,
+    choose_plan,
+    family_game,
+    probe_family,
+    training_segments,
+)
 from mopa.report.wargame_report import plan_verdict, verdict
 
 QUICK = PROFILES["quick"]

@@ -160,9 +160,6 @@ class Exp2Config:
         )
 
 
-# -- the behaviour measure ----------------------------------------------------------
-
-
 # -- stages -------------------------------------------------------------------------
 def train_config(config: Exp2Config, variant: str, num_seeds: int):
     """The IQL config of shaping variant ``variant`` under ``config``'s recipe."""

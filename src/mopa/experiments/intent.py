@@ -549,15 +549,6 @@ def world_models_stage(
     return out
 
 
-# -- calibration -------------------------------------------------------------------
-
-
-# -- evaluation --------------------------------------------------------------------
-
-
-# -- the GIF -----------------------------------------------------------------------
-
-
 # -- the whole run -----------------------------------------------------------------
 def run_intent(config: IntentConfig, seeds: int | None, progress, stages) -> dict:
     """Run every stage (see the module docstring); returns ``results.json``."""

@@ -556,15 +556,6 @@ def _belief(config, clone_folder: Path, data_folder: Path, folder: Path) -> dict
     return out
 
 
-# -- the players ----------------------------------------------------------------------
-
-
-# -- evaluation ----------------------------------------------------------------------
-
-
-# -- adaptation ----------------------------------------------------------------------
-
-
 # -- the whole run -------------------------------------------------------------------
 def run_intent_population(
     config: PopulationExperimentConfig, seeds: int | None, progress, stages

@@ -75,12 +75,3 @@ def load_teams(run: str | Path) -> dict[str, tuple[Any, Any]]:
 def seed_params(params: Any, seed: int) -> Any:
     """One seed's parameters out of a ``[S, ...]`` stack."""
     return jax.tree.map(lambda x: x[seed], params)
-
-
-# -- datasets --------------------------------------------------------------------------
-
-
-# -- VAE sweeps ---------------------------------------------------------------------
-
-
-# -- plotting ------------------------------------------------------------------------

@@ -58,8 +58,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from mopa.algos.mappo.config import MAPPOConfig
-from mopa.algos.mappo.train import make_trainer
-from mopa.algos.trainer import seed_keys
 from mopa.core.checkpoint import read_msgpack, write_msgpack
 from mopa.core.checks import check_fields, check_fraction
 from mopa.errors import InvalidParameterError
@@ -74,19 +72,17 @@ from mopa.opponent.battalion_belief import (
 from mopa.opponent.calibration import calibration_by_row
 from mopa.opponent.encoders import ClassifierConfig
 from mopa.opponent.encoders import init_params as init_classifier
-from mopa.opponent.soft_belief_game import SoftBeliefGame, SoftBeliefParams
-from mopa.opponent.soft_belief_game import soft_belief_game as wrap_soft_belief
 from mopa.planning.battalion_blue import (
     FAMILY,
     PROBE_PLANS,
     BlueBeliefConfig,
     choose_plan,
     episode_keys,
-    family_game,
     make_plan_play,
     make_play,
     play_seeds,
     probe_family,
+    train_belief_blues,
 )
 from mopa.policy import PolicySpec
 from mopa.report import wargame_report
@@ -236,15 +232,6 @@ def sharpness_ranges(config: WargameIntentConfig) -> dict[str, tuple[float, floa
     return {"blind": (0.0, 0.0), "aware": (config.alpha_low, config.alpha_high)}
 
 
-def soft_belief_game(
-    alpha_low: float | jax.Array = 0.0, alpha_high: float | jax.Array = 1.0
-) -> tuple[SoftBeliefGame, SoftBeliefParams]:
-    """The training game of a Blue whose belief has sharpness in
-    ``[alpha_low, alpha_high]`` (:func:`~mopa.opponent.soft_belief_game.
-    soft_belief_game` of :func:`~mopa.planning.battalion_blue.family_game`)."""
-    return wrap_soft_belief(family_game()[0], alpha_low, alpha_high)
-
-
 # -- training ------------------------------------------------------------------------
 def mappo_config(config: WargameIntentConfig, num_seeds: int) -> MAPPOConfig:
     """The MAPPO settings of both trained Blues."""
@@ -270,91 +257,23 @@ def warm_start_updates(config: WargameIntentConfig, num_updates: int) -> int:
     return int(round(config.warm_start * num_updates))
 
 
-def training_segments(
-    num_updates: int, num_chunks: int, warm: int
-) -> list[tuple[int, int]]:
-    """``[(first update, updates)]`` of every jitted training call: ``num_chunks``
-    near-equal chunks, the one holding update ``warm`` cut there (so no call
-    mixes the shared warm start with what follows)."""
-    chunks = np.array_split(np.arange(num_updates), min(num_chunks, num_updates))
-    segments = []
-    for part in chunks:
-        first, end = int(part[0]), int(part[-1]) + 1
-        bounds = sorted({first, end, *([warm] if first < warm < end else [])})
-        segments += [(a, b - a) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-    return segments
-
-
 def train_blues(
     config: WargameIntentConfig,
     num_seeds: int,
     progress: Callable[[str], None],
 ) -> tuple[PolicySpec, dict[str, Any], dict[str, np.ndarray]]:
-    """Train the blind and the aware Blue, every seed, in one program.
-
-    The two differ only in the sharpness range of the belief in their
-    observation (:func:`sharpness_ranges`), a parameter of the game, so one
-    compiled MAPPO run is vmapped over the two Blues and their seeds: the same
-    network, budget, settings and seed keys for both. For the first
-    :func:`warm_start_updates` updates both see the flat belief (the same
-    inputs and keys, so the same parameters: a shared warm start); the aware
-    Blue's belief is soft only in the updates after that.
-
-    Returns:
-        ``(spec, {Blue: params with a leading seed axis [S]}, {Blue: return/blue
-        [S, U]})``.
-    """
+    """The blind and the aware Blue, every seed, in one program
+    (:func:`~mopa.planning.battalion_blue.train_belief_blues`: the two differ
+    only in their belief's sharpness range, :func:`sharpness_ranges`; both see
+    the flat belief for the first :func:`warm_start_updates` updates)."""
     mappo = mappo_config(config, num_seeds)
     ranges = sharpness_ranges(config)
-    lows = jnp.asarray([ranges[n][0] for n in TRAINED], jnp.float32)
-    highs = jnp.asarray([ranges[n][1] for n in TRAINED], jnp.float32)
-    flat = jnp.zeros_like(lows)
-    game, params = soft_belief_game()
-
-    def trainer(low, high):
-        return make_trainer(
-            mappo, (game, params.replace(alpha_low=low, alpha_high=high))
-        )
-
-    def init(low, high):
-        return jax.vmap(trainer(low, high).init)(seed_keys(mappo))
-
-    def update(low, high, carry):
-        return jax.vmap(trainer(low, high).update)(carry)
-
-    def run_chunk(carry, low, high, length):
-        return jax.lax.scan(
-            lambda c, _: jax.vmap(update)(low, high, c), carry, length=length
-        )
-
-    warm = warm_start_updates(config, mappo.num_updates)
-    segments = training_segments(mappo.num_updates, config.train_chunks, warm)
-    run_chunk = jax.jit(run_chunk, static_argnums=3)
-    carry = jax.jit(jax.vmap(init))(flat, flat)
-    returns, done = [], 0
-    for index, (first, size) in enumerate(segments):
-        tick = time.perf_counter()
-        low, high = (flat, flat) if first < warm else (lows, highs)
-        carry, metrics = run_chunk(carry, low, high, size)
-        returns.append(np.asarray(metrics["return/blue"]))  # [U, 2, S]
-        done += size
-        rate = size * mappo.steps_per_update * num_seeds * len(TRAINED)
-        rate /= max(time.perf_counter() - tick, 1e-9)
-        with np.errstate(all="ignore"):
-            recent = np.nanmean(returns[-1], axis=(0, 2))
-        progress(
-            f"[train] part {index + 1}/{len(segments)}"
-            f"{' (shared warm start)' if first < warm else ''}  "
-            f"{done * mappo.steps_per_update:,}/{mappo.total_steps:,} steps per "
-            f"seed and Blue  {rate:,.0f} steps/s  return/blue "
-            + "  ".join(f"{n} {r:.2f}" for n, r in zip(TRAINED, recent, strict=True))
-        )
-    curve = np.concatenate(returns)  # [U, 2, S]
-    spec, params = trainer(lows[0], highs[0]).policies(carry)["blue"]
-    return (
-        spec,
-        {n: jax.tree.map(lambda x, i=i: x[i], params) for i, n in enumerate(TRAINED)},
-        {n: curve[:, i].T for i, n in enumerate(TRAINED)},
+    return train_belief_blues(
+        mappo,
+        {n: ranges[n] for n in TRAINED},
+        warm_start_updates(config, mappo.num_updates),
+        config.train_chunks,
+        progress,
     )
 
 
@@ -391,15 +310,6 @@ def classifier_config(config: WargameIntentConfig) -> ClassifierConfig:
         hidden=config.classifier_hidden,
         num_updates=config.classifier_updates,
     )
-
-
-# -- playing -------------------------------------------------------------------------
-
-
-# -- do the strategies call for different plans? -------------------------------------
-
-
-# -- statistics ----------------------------------------------------------------------
 
 
 # -- stages --------------------------------------------------------------------------

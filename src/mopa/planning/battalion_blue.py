@@ -18,13 +18,17 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mopa.algos.mappo.config import MAPPOConfig
+from mopa.algos.mappo.train import make_trainer
+from mopa.algos.trainer import seed_keys
 from mopa.envs import make
 from mopa.envs.scripted_red import RED_TYPE_INDEX, RED_TYPES, STRATEGIES, heuristic_blue
 from mopa.errors import InvalidParameterError
@@ -40,6 +44,7 @@ from mopa.opponent.beliefs import (
     update_prefix_belief,
 )
 from mopa.opponent.encoders import ClassifierConfig
+from mopa.opponent.soft_belief_game import soft_belief_game
 from mopa.policy import PolicySpec, agent_inputs
 
 FAMILY = STRATEGIES
@@ -49,6 +54,101 @@ FAMILY = STRATEGIES
 def family_game(discrete: bool = True) -> tuple[Any, Any]:
     """``battalion_vs_red`` against the family (uniform strategies)."""
     return make("battalion_vs_red", red="mixed", discrete=discrete)
+
+
+def training_segments(
+    num_updates: int, num_chunks: int, warm: int
+) -> list[tuple[int, int]]:
+    """``[(first update, updates)]`` of every jitted training call: ``num_chunks``
+    near-equal chunks, the one holding update ``warm`` cut there (so no call
+    mixes the shared warm start with what follows)."""
+    chunks = np.array_split(np.arange(num_updates), min(num_chunks, num_updates))
+    segments = []
+    for part in chunks:
+        first, end = int(part[0]), int(part[-1]) + 1
+        bounds = sorted({first, end, *([warm] if first < warm < end else [])})
+        segments += [(a, b - a) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    return segments
+
+
+def train_belief_blues(
+    mappo: MAPPOConfig,
+    sharpness: Mapping[str, tuple[float, float]],
+    warm: int,
+    num_chunks: int,
+    progress: Callable[[str], None],
+) -> tuple[PolicySpec, dict[str, Any], dict[str, np.ndarray]]:
+    """Train Blues against the family that differ only in the sharpness range of
+    the belief in their observation, every seed, in one program.
+
+    The range is a parameter of the game (:func:`~mopa.opponent.soft_belief_game.
+    soft_belief_game` of :func:`family_game`), so one compiled MAPPO run is
+    vmapped over the Blues and their seeds: the same network, budget, settings
+    and seed keys for all. For the first ``warm`` updates every Blue sees the
+    flat belief (the same inputs and keys, so the same parameters: a shared warm
+    start); each Blue's own range holds in the updates after that.
+
+    Args:
+        mappo: the run's settings (``num_seeds`` seeds per Blue).
+        sharpness: ``{Blue: (alpha_low, alpha_high)}``.
+        warm: updates of the shared warm start.
+        num_chunks: jitted calls (:func:`training_segments`), each reported.
+        progress: called with one line per call.
+
+    Returns:
+        ``(spec, {Blue: params with a leading seed axis [S]}, {Blue: return/blue
+        [S, U]})``.
+    """
+    names = tuple(sharpness)
+    lows = jnp.asarray([sharpness[n][0] for n in names], jnp.float32)
+    highs = jnp.asarray([sharpness[n][1] for n in names], jnp.float32)
+    flat = jnp.zeros_like(lows)
+    game, params = soft_belief_game(family_game()[0], 0.0, 1.0)
+
+    def trainer(low, high):
+        return make_trainer(
+            mappo, (game, params.replace(alpha_low=low, alpha_high=high))
+        )
+
+    def init(low, high):
+        return jax.vmap(trainer(low, high).init)(seed_keys(mappo))
+
+    def update(low, high, carry):
+        return jax.vmap(trainer(low, high).update)(carry)
+
+    def run_chunk(carry, low, high, length):
+        return jax.lax.scan(
+            lambda c, _: jax.vmap(update)(low, high, c), carry, length=length
+        )
+
+    segments = training_segments(mappo.num_updates, num_chunks, warm)
+    run_chunk = jax.jit(run_chunk, static_argnums=3)
+    carry = jax.jit(jax.vmap(init))(flat, flat)
+    returns, done = [], 0
+    for index, (first, size) in enumerate(segments):
+        tick = time.perf_counter()
+        low, high = (flat, flat) if first < warm else (lows, highs)
+        carry, metrics = run_chunk(carry, low, high, size)
+        returns.append(np.asarray(metrics["return/blue"]))  # [U, B, S]
+        done += size
+        rate = size * mappo.steps_per_update * mappo.num_seeds * len(names)
+        rate /= max(time.perf_counter() - tick, 1e-9)
+        with np.errstate(all="ignore"):
+            recent = np.nanmean(returns[-1], axis=(0, 2))
+        progress(
+            f"[train] part {index + 1}/{len(segments)}"
+            f"{' (shared warm start)' if first < warm else ''}  "
+            f"{done * mappo.steps_per_update:,}/{mappo.total_steps:,} steps per "
+            f"seed and Blue  {rate:,.0f} steps/s  return/blue "
+            + "  ".join(f"{n} {r:.2f}" for n, r in zip(names, recent, strict=True))
+        )
+    curve = np.concatenate(returns)  # [U, B, S]
+    spec, params = trainer(lows[0], highs[0]).policies(carry)["blue"]
+    return (
+        spec,
+        {n: jax.tree.map(lambda x, i=i: x[i], params) for i, n in enumerate(names)},
+        {n: curve[:, i].T for i, n in enumerate(names)},
+    )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
