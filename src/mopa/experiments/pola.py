@@ -19,11 +19,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from mopa.algos.pola.exact import ExactConfig, p_tft
-from mopa.algos.pola.sampled import Metrics, SampledConfig, train_seeds
+from mopa.algos.pola.sampled import (
+    SampledConfig,
+    chunk_line,
+    env_steps,
+    summarise_seeds,
+    train_seeds,
+)
 from mopa.core.checks import check_fields
 from mopa.core.stages import Stages
 from mopa.errors import InvalidParameterError, UnknownNameError
-from mopa.eval.intervals import half_width
 from mopa.experiments.registry import register_experiment
 from mopa.report import pola_report
 
@@ -210,15 +215,6 @@ PAPER_SAMPLED = {
 """The paper's published commands (README of the POLA repository), per game."""
 
 
-def env_steps(config: SampledConfig) -> int:
-    """Environment steps (both agents' rollouts, lookaheads and opponent-model data;
-    evaluation excluded) of one training run."""
-    per_update = 2 * config.outer_steps * (config.inner_steps + 1)
-    if config.opp_model:
-        per_update += 2 * config.opp_model_data_batches
-    return config.n_update * per_update * config.batch_size * config.rollout_len
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SampledExperimentConfig:
     """LOLA-DiCE, POLA-DiCE and POLA-OM on one game, several seeds each."""
@@ -257,70 +253,24 @@ class SampledExperimentConfig:
             raise InvalidParameterError(f"num_seeds must be >= 1, got {self.num_seeds}")
 
 
-def _mean_ci(values: np.ndarray) -> tuple[float, float]:
-    """Mean and the half-width of its 95% Student-t interval over ``[n]`` seeds."""
-    return float(np.mean(values)), float(half_width(values, method="t"))
-
-
 def _train_method(
     method: str, cfg: SampledConfig, seed: int, offsets: list[int], progress
 ) -> dict:
     """Train one method's seeds (keys ``fold_in(key(seed), offset)``) together and
-    summarise the last update's evaluation with 95% intervals over seeds."""
-    num_seeds = len(offsets)
+    summarise the last update's evaluation with 95% intervals over seeds
+    (:func:`~mopa.algos.pola.sampled.summarise_seeds`), beside the paper's
+    budget."""
     keys = jnp.stack([jax.random.fold_in(jax.random.key(seed), o) for o in offsets])
-
-    def report(done: int, chunk: Metrics) -> None:
-        line = (
-            f"{method} outer steps {done * cfg.outer_steps}: vs each other "
-            + " ".join(f"{v:.3f}" for v in chunk.vs_each_other[:, -1].mean(-1))
-            + ", vs ALLD "
-            + " ".join(f"{v:.3f}" for v in chunk.vs_alld[:, -1].mean(-1))
-        )
-        if cfg.env == "coin":
-            line += ", own coin " + " ".join(f"{v:.3f}" for v in chunk.own_coin[:, -1])
-        progress(line)
-
-    trained = train_seeds(cfg, keys, report)
-    stack = trained.metrics  # [S, U, ...]
-    final = {
-        name: getattr(stack, name)[:, -1].mean(-1)
-        for name in ("vs_each_other", "vs_alld", "vs_allc", "vs_tft")
-    }
-    entry: dict = {"own_coin_proportion": None, "ci95": {}}
-    for name, values in final.items():
-        entry[name], entry["ci95"][name] = _mean_ci(values)
-    entry["per_seed"] = {name: values.tolist() for name, values in final.items()}
-    if cfg.env == "coin":
-        own = stack.own_coin[:, -1]
-        entry["own_coin_proportion"], entry["ci95"]["own_coin_proportion"] = _mean_ci(
-            own
-        )
-        entry["per_seed"]["own_coin_proportion"] = own.tolist()
-    outer = np.arange(1, cfg.n_update + 1) * cfg.outer_steps
-    entry["curves"] = {
-        "outer_steps": outer.tolist(),
-        "vs_each_other": stack.vs_each_other.mean(-1).mean(0).tolist(),
-        "vs_each_other_ci95": half_width(
-            stack.vs_each_other.mean(-1), method="t"
-        ).tolist(),
-        "vs_alld": stack.vs_alld.mean(-1).mean(0).tolist(),
-        "vs_alld_ci95": half_width(stack.vs_alld.mean(-1), method="t").tolist(),
-        "own_coin": stack.own_coin.mean(0).tolist(),
-    }
-    paper = PAPER_SAMPLED[cfg.env][method]
-    entry["compile_s"] = trained.compile_s
-    entry["wall_s"] = trained.wall_s
-    entry["cpu_s"] = trained.cpu_s
-    entry["cpu_s_per_outer_step_per_seed"] = trained.cpu_s / (
-        num_seeds * cfg.n_update * cfg.outer_steps
+    trained = train_seeds(
+        cfg, keys, lambda done, chunk: progress(chunk_line(method, cfg, done, chunk))
     )
-    entry["env_steps_per_run"] = env_steps(cfg)
+    entry = summarise_seeds(trained, cfg)
+    paper = PAPER_SAMPLED[cfg.env][method]
     entry["paper_env_steps_per_run"] = env_steps(paper)
     entry["reduction_vs_paper"] = env_steps(paper) / env_steps(cfg)
-    entry["num_seeds"] = num_seeds
+    entry["num_seeds"] = len(offsets)
     progress(
-        f"{method}: {num_seeds} seeds in {trained.wall_s:.0f} s wall, "
+        f"{method}: {len(offsets)} seeds in {trained.wall_s:.0f} s wall, "
         f"{trained.cpu_s:.0f} s CPU (+ {trained.compile_s:.0f} s compiling); "
         f"vs each other {entry['vs_each_other']:.3f} +/- "
         f"{entry['ci95']['vs_each_other']:.3f}, vs ALLD {entry['vs_alld']:.3f} "

@@ -25,7 +25,9 @@ construction: one function serves both seats):
   the model.
 
 Each update also evaluates both agents against each other and against the scripted
-ALLD, ALLC and TFT players, on fresh rollouts.
+ALLD, ALLC and TFT players, on fresh rollouts. :func:`train_seeds` trains several
+seeds in one program and :func:`summarise_seeds` reads its last update's
+evaluation with intervals over the seeds.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from mopa.core.checks import check_count, check_discount, check_fields, check_un
 from mopa.envs import coin_game, ipd
 from mopa.envs.registry import make
 from mopa.errors import InvalidParameterError
+from mopa.eval.intervals import half_width
 
 ENVS = {"ipd": "ipd", "coin": "coin_game"}
 """``--env`` values and the registered games they play."""
@@ -699,3 +702,75 @@ def train_seeds(
         time.perf_counter() - wall_0,
         time.process_time() - cpu_0,
     )
+
+
+def env_steps(config: SampledConfig) -> int:
+    """Environment steps (both agents' rollouts, lookaheads and opponent-model data;
+    evaluation excluded) of one training run."""
+    per_update = 2 * config.outer_steps * (config.inner_steps + 1)
+    if config.opp_model:
+        per_update += 2 * config.opp_model_data_batches
+    return config.n_update * per_update * config.batch_size * config.rollout_len
+
+
+def chunk_line(label: str, config: SampledConfig, done: int, chunk: Metrics) -> str:
+    """One progress line of :func:`train_seeds`'s ``on_chunk``: the outer steps
+    done and each seed's last evaluation against the other agent and ALLD (and,
+    in the coin game, its share of its own coins)."""
+    line = (
+        f"{label} outer steps {done * config.outer_steps}: vs each other "
+        + " ".join(f"{v:.3f}" for v in chunk.vs_each_other[:, -1].mean(-1))
+        + ", vs ALLD "
+        + " ".join(f"{v:.3f}" for v in chunk.vs_alld[:, -1].mean(-1))
+    )
+    if config.env == "coin":
+        line += ", own coin " + " ".join(f"{v:.3f}" for v in chunk.own_coin[:, -1])
+    return line
+
+
+def _mean_ci(values: np.ndarray) -> tuple[float, float]:
+    """Mean and the half-width of its 95% Student-t interval over ``[n]`` seeds."""
+    return float(np.mean(values)), float(half_width(values, method="t"))
+
+
+def summarise_seeds(run: SeedRun, config: SampledConfig) -> dict[str, Any]:
+    """The last update's evaluation of :func:`train_seeds`'s seeds, each figure's
+    mean with its 95% Student-t half-width over seeds (``ci95``) and every
+    seed's value (``per_seed``); the curves over outer steps (seed means and
+    half-widths); the run's compile, wall and CPU seconds and its environment
+    steps (:func:`env_steps`)."""
+    stack = run.metrics  # [S, U, ...]
+    num_seeds = int(stack.vs_each_other.shape[0])
+    final = {
+        name: getattr(stack, name)[:, -1].mean(-1)
+        for name in ("vs_each_other", "vs_alld", "vs_allc", "vs_tft")
+    }
+    entry: dict = {"own_coin_proportion": None, "ci95": {}}
+    for name, values in final.items():
+        entry[name], entry["ci95"][name] = _mean_ci(values)
+    entry["per_seed"] = {name: values.tolist() for name, values in final.items()}
+    if config.env == "coin":
+        own = stack.own_coin[:, -1]
+        entry["own_coin_proportion"], entry["ci95"]["own_coin_proportion"] = _mean_ci(
+            own
+        )
+        entry["per_seed"]["own_coin_proportion"] = own.tolist()
+    outer = np.arange(1, config.n_update + 1) * config.outer_steps
+    entry["curves"] = {
+        "outer_steps": outer.tolist(),
+        "vs_each_other": stack.vs_each_other.mean(-1).mean(0).tolist(),
+        "vs_each_other_ci95": half_width(
+            stack.vs_each_other.mean(-1), method="t"
+        ).tolist(),
+        "vs_alld": stack.vs_alld.mean(-1).mean(0).tolist(),
+        "vs_alld_ci95": half_width(stack.vs_alld.mean(-1), method="t").tolist(),
+        "own_coin": stack.own_coin.mean(0).tolist(),
+    }
+    entry["compile_s"] = run.compile_s
+    entry["wall_s"] = run.wall_s
+    entry["cpu_s"] = run.cpu_s
+    entry["cpu_s_per_outer_step_per_seed"] = run.cpu_s / (
+        num_seeds * config.n_update * config.outer_steps
+    )
+    entry["env_steps_per_run"] = env_steps(config)
+    return entry
