@@ -94,6 +94,7 @@ def quick_run(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_quick_run_writes_files_and_schema(quick_run):
     for name in (
         "results.json",
@@ -120,6 +121,7 @@ def test_quick_run_writes_files_and_schema(quick_run):
     assert "VAE ARI against the variant" in text and "-0.0108" in text
 
 
+@pytest.mark.slow
 def test_captures_count_the_predators_catches_in_the_episodes(quick_run):
     results = json.loads((quick_run / "results.json").read_text())
     captures = results["captures_per_episode"]

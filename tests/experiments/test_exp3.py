@@ -4,12 +4,15 @@ numbers of a quick run mean nothing; the default profile is the reproduction).""
 
 import json
 
+import pytest
+
 from mopa.cli.main import main
 from mopa.experiments import get_experiment
 from mopa.experiments.exp3 import PREY_VARIANTS
 from mopa.report.exp3_report import findings
 
 
+@pytest.mark.slow
 def test_quick_profile_end_to_end_and_reuse(tmp_path, capsys):
     out = tmp_path / "exp3"
     assert main(["experiment", "exp3", "--profile", "quick", "--out", str(out)]) == 0

@@ -22,6 +22,7 @@ def quick_run(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_quick_run_writes_files_and_schema(quick_run):
     for name in ("results.json", "results.md", "config.json", "exp4_probe.png"):
         assert (quick_run / name).is_file(), name
@@ -59,6 +60,7 @@ def test_quick_run_writes_files_and_schema(quick_run):
     assert "| `iql` | 5 |" in (quick_run / "results.md").read_text()
 
 
+@pytest.mark.slow
 def test_a_second_run_reuses_every_stage(quick_run, tmp_path):
     out = tmp_path / "again"
     shutil.copytree(quick_run, out)

@@ -63,6 +63,7 @@ def _check_condition_table(table: dict, num_seeds: int) -> None:
         assert row["n_seeds"] == num_seeds
 
 
+@pytest.mark.slow
 def test_quick_run_writes_the_files_and_the_schema(quick_run):
     for name in ("results.json", "results.md", "report.html", GIF, *IMAGES):
         assert (quick_run / name).is_file(), name
@@ -99,6 +100,7 @@ def test_quick_run_writes_the_files_and_the_schema(quick_run):
     assert frames.shape[0] >= 2 and frames.shape[-1] in (3, 4)
 
 
+@pytest.mark.slow
 def test_a_second_run_reuses_every_stage(quick_run, tmp_path):
     out = tmp_path / "again"
     shutil.copytree(quick_run, out)
@@ -112,6 +114,7 @@ def test_a_second_run_reuses_every_stage(quick_run, tmp_path):
     assert results["timing_s"] == before["timing_s"]
 
 
+@pytest.mark.slow
 def test_report_html_holds_the_table_and_every_image(quick_run):
     page = (quick_run / "report.html").read_text()
     table = re.search(r'<table id="conditions">.*?</table>', page, re.S)
@@ -128,6 +131,7 @@ def test_report_html_holds_the_table_and_every_image(quick_run):
     assert 'src="http' not in page and "src='http" not in page  # self-contained
 
 
+@pytest.mark.slow
 def test_report_renders_in_a_headless_browser(quick_run):
     with report_page(quick_run / "report.html") as page:
         rows = page.locator("#conditions tbody tr")

@@ -95,6 +95,7 @@ def _check_table(table: dict, rows: tuple, episodes: int) -> None:
         assert row["n_seeds"] == len(QUICK.predator_seeds), name
 
 
+@pytest.mark.slow
 def test_quick_run_writes_the_files_and_the_schema(quick_run, results):
     for name in ("results.json", "results.md", "report.html", *IMAGES):
         assert (quick_run / name).stat().st_size > 0, name
@@ -253,6 +254,7 @@ def quick_stages(quick_run):
     return teams, load_clones(stages / "population")
 
 
+@pytest.mark.slow
 def test_match_player_replays_the_adaptation_stage(quick_stages, results):
     play = match_player(QUICK, *quick_stages)
     name = QUICK.held_out_prey[0]
@@ -280,6 +282,7 @@ def test_match_player_replays_the_adaptation_stage(quick_stages, results):
         play(QUICK.fitting_prey[0])
 
 
+@pytest.mark.slow
 def test_each_population_row_plans_on_its_own_prior(quick_stages):
     config = dataclasses.replace(QUICK, planning_prior=0.2, mcts_planning_prior=0.7)
     rows = build_rows(config, *quick_stages)
@@ -291,6 +294,7 @@ def test_each_population_row_plans_on_its_own_prior(quick_stages):
     assert rows["population_mcts"][0].planning_prior == 0.2
 
 
+@pytest.mark.slow
 def test_a_second_run_reuses_every_stage(quick_run, results, tmp_path):
     out = tmp_path / "again"
     shutil.copytree(quick_run, out)
@@ -345,6 +349,7 @@ _STORED_AS = {
 }
 
 
+@pytest.mark.slow
 def test_a_changed_player_setting_replays_the_games_only(quick_run, results, tmp_path):
     """A field that changes how the rows play (the online correction's features)
     reruns the eval and adaptation stages and reuses the rest; and every field the
@@ -377,6 +382,7 @@ def test_a_changed_player_setting_replays_the_games_only(quick_run, results, tmp
     assert again["adaptation"] != results["adaptation"]
 
 
+@pytest.mark.slow
 def test_report_html_holds_the_tables_and_every_image(quick_run):
     page = (quick_run / "report.html").read_text()
     table = re.search(r'<table id="conditions">.*?</table>', page, re.S)
@@ -392,6 +398,7 @@ def test_report_html_holds_the_tables_and_every_image(quick_run):
     assert 'src="http' not in page and "src='http" not in page
 
 
+@pytest.mark.slow
 def test_report_renders_in_a_headless_browser(quick_run):
     with report_page(quick_run / "report.html") as page:
         assert page.locator("#conditions tbody tr").count() == len(ROWS)

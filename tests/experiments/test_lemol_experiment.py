@@ -28,6 +28,7 @@ def quick_run(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_quick_run_writes_results_markdown_and_plots(quick_run):
     for name in ("results.json", "config.json", "meta.json", "results.md", *PLOTS):
         assert (quick_run / name).is_file(), name
@@ -40,6 +41,7 @@ def test_quick_run_writes_results_markdown_and_plots(quick_run):
     assert "| cycle | LeMOL accuracy | BC accuracy |" in markdown
 
 
+@pytest.mark.slow
 def test_results_have_the_issue_schema(quick_run):
     results = json.loads((quick_run / "results.json").read_text())
     config = get_preset("lemol", "quick")
@@ -70,6 +72,7 @@ def test_results_have_the_issue_schema(quick_run):
     assert len(within) == config.within_bins
 
 
+@pytest.mark.slow
 def test_the_verdict_follows_the_numbers(quick_run):
     """The accuracy gap is LeMOL's later-cycle accuracy minus BC's per seed; the
     verdict says "beats" exactly when its interval lies above 0."""
@@ -88,6 +91,7 @@ def test_the_verdict_follows_the_numbers(quick_run):
     assert gap["excludes_zero"] == (gap["ci95"][0] > 0 or gap["ci95"][1] < 0)
 
 
+@pytest.mark.slow
 def test_a_second_run_reuses_every_stage(quick_run, tmp_path):
     out = tmp_path / "again"
     shutil.copytree(quick_run, out)

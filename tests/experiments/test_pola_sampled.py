@@ -37,6 +37,7 @@ def test_chunk_length_divides_the_run(num_updates, expected):
     assert chunk_length(num_updates) == expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     # POLA-OM covers POLA-DiCE's update and adds the opponent models
     ("env", "method"),
@@ -60,6 +61,7 @@ def test_vmapped_seeds_equal_single_runs(env, method):
     assert trained.cpu_s > 0 and trained.wall_s > 0
 
 
+@pytest.mark.slow
 def test_run_sampled_reports_every_seed_and_its_interval():
     # The Coin Game's LOLA-DiCE at the tiny sizes and three seeds: the programs
     # test_vmapped_seeds_equal_single_runs compiled (loaded, not compiled again).
@@ -99,6 +101,7 @@ def test_run_sampled_reports_every_seed_and_its_interval():
     )
 
 
+@pytest.mark.slow
 def test_a_rerun_reuses_the_methods_whose_config_did_not_change(tmp_path):
     # POLA-OM's three seeds are a program test_vmapped_seeds_equal_single_runs
     # compiled; LOLA-DiCE's, before and after its change, are new.

@@ -125,6 +125,7 @@ def written(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_verify_passes_on_an_untouched_folder(written, capsys, tmp_path):
     before = {p.name: p.read_bytes() for p in written.iterdir() if p.is_file()}
     capsys.readouterr()
@@ -139,6 +140,7 @@ def test_verify_passes_on_an_untouched_folder(written, capsys, tmp_path):
     assert {p.name: p.read_bytes() for p in written.iterdir() if p.is_file()} == before
 
 
+@pytest.mark.slow
 def test_verify_fails_naming_a_number_edited_in_results(written, capsys, tmp_path):
     folder = tmp_path / "edited"
     folder.mkdir()
@@ -163,6 +165,7 @@ def test_verify_fails_naming_a_number_edited_in_results(written, capsys, tmp_pat
     assert line.endswith("DIFFERS")
 
 
+@pytest.mark.slow
 def test_verify_refuses_a_config_the_preset_no_longer_has(written, capsys, tmp_path):
     folder = tmp_path / "drifted"
     folder.mkdir()

@@ -51,6 +51,7 @@ def quick_run(tmp_path_factory):
     return out, results
 
 
+@pytest.mark.slow
 def test_quick_run_writes_its_files(quick_run):
     out, results = quick_run
     for name in (
@@ -75,6 +76,7 @@ def test_quick_run_writes_its_files(quick_run):
         assert (out / "stages" / "train" / f"{name}.msgpack").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_quick_results_schema_and_counts(quick_run):
     _, results = quick_run
     episodes = QUICK.num_seeds * QUICK.eval_episodes
