@@ -10,6 +10,7 @@ from mopa.eval.intervals import wilson_interval
 from mopa.eval.protocol import (
     cell_stats,
     count_outcomes,
+    familiarity_drop,
     match_stats,
     opponent_means,
     outcome_stats,
@@ -86,6 +87,32 @@ def test_an_evaluations_summary_and_several_pooled():
     assert (pooled["wins"], pooled["draws"], pooled["losses"]) == (6, 3, 11)
     assert pooled["win_rate"] == 6 / 20
     assert pooled["loss_ci95"] == pytest.approx(list(wilson_interval(11, 20)))
+
+
+def test_the_familiarity_drop_by_hand():
+    # Rows a, b against opponents a, b; one seed pair of two episodes per cell.
+    scores = {
+        ("a", "a"): np.array([[4.0, 4.0]]),
+        ("a", "b"): np.array([[1.0, 3.0]]),
+        ("b", "a"): np.array([[2.0, 2.0]]),
+        ("b", "b"): np.array([[6.0, 6.0]]),
+    }
+    table = familiarity_drop(scores, ("a", "b"), num_resamples=200, seed=0)
+    # familiar (4 + 6) / 2 = 5; unfamiliar (2 + 2) / 2 = 2 (cells b->a, a->b);
+    # drop 1 - 2 / 5 = 0.6
+    assert table["familiar"] == 5.0 and table["unfamiliar"] == 2.0
+    assert table["drop"] == pytest.approx(0.6)
+    # Only cell (a, b) varies: its mean is 1, 2 or 3, so the unfamiliar score
+    # is 1.5, 2 or 2.5, the drop 0.7, 0.6 or 0.5, the familiar one always 5.
+    assert table["familiar_ci95"] == [5.0, 5.0]
+    low, high = table["unfamiliar_ci95"]
+    assert 1.5 <= low <= 2.0 <= high <= 2.5
+    low, high = table["drop_ci95"]
+    assert 0.5 - 1e-12 <= low <= 0.6 <= high <= 0.7 + 1e-12
+    zero = {k: np.zeros_like(v) for k, v in scores.items()}
+    with pytest.warns(RuntimeWarning, match="All-NaN"):  # every draw's drop NaN
+        nothing = familiarity_drop(zero, ("a", "b"), 10, 0)
+    assert np.isnan(nothing["drop"]) and np.isnan(nothing["drop_ci95"]).all()
 
 
 def test_pooled_tables_concatenate_the_opponents_in_order():

@@ -22,7 +22,10 @@ and its seed-stacked params) against *opponents* (entries of the other side):
   two rows' wins;
 * :func:`match_stats`: matches of ``M`` consecutive episodes against one
   opponent (a player that adapts across them): the score by episode index, and
-  the late episodes' gain over the first.
+  the late episodes' gain over the first;
+* :func:`familiarity_drop`: a cross-play table's rows against the opponents
+  they were trained with and against the others, and the relative drop between
+  the two, with bootstrap intervals.
 """
 
 from __future__ import annotations
@@ -355,6 +358,57 @@ def match_stats(scores: Any, name: str = "captures") -> dict[str, Any]:
         f"{name}_by_episode": [mean_stats(scores[:, e]) for e in range(M)],
         "late_minus_first": mean_stats(late - scores[:, 0]),
         "late_episodes": [M // 2 + 1, M],
+    }
+
+
+def familiarity_drop(
+    scores: Mapping[tuple[str, str], Any],
+    names: Sequence[str],
+    num_resamples: int,
+    seed: int,
+) -> dict[str, Any]:
+    """How much a row scores less against opponents it was not trained with.
+
+    ``scores[(row, opponent)]`` ``[P, N]`` (``P`` seed pairs, ``N`` episodes) for
+    every pair of ``names`` (a row and an opponent of the same name were trained
+    together). The familiar score is the mean over the diagonal cells' means, the
+    unfamiliar one the mean over the other cells' means, and the drop ``1 -
+    unfamiliar / familiar`` (NaN when the familiar score is not positive). Each
+    95% interval is the percentile interval of ``num_resamples`` bootstrap draws,
+    every cell's episodes resampled with replacement within each seed pair (the
+    cells in the order of ``scores``; NaN draws left out).
+
+    Returns:
+        ``{"familiar", "familiar_ci95", "unfamiliar", "unfamiliar_ci95",
+        "drop", "drop_ci95"}``.
+    """
+
+    def drop(samples):
+        own = np.mean([samples[p, p].mean() for p in names])
+        other = np.mean([samples[q, p].mean() for p in names for q in names if q != p])
+        return own, other, 1.0 - other / own if own > 0 else float("nan")
+
+    own, other, value = drop(scores)
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(num_resamples):
+        resampled = {
+            k: np.take_along_axis(v, rng.integers(0, v.shape[1], size=v.shape), axis=1)
+            for k, v in scores.items()
+        }
+        draws.append(drop(resampled))
+    draws = np.asarray(draws)
+
+    def interval(column):
+        return [float(np.nanpercentile(draws[:, column], q)) for q in (2.5, 97.5)]
+
+    return {
+        "familiar": float(own),
+        "familiar_ci95": interval(0),
+        "unfamiliar": float(other),
+        "unfamiliar_ci95": interval(1),
+        "drop": float(value),
+        "drop_ci95": interval(2),
     }
 
 

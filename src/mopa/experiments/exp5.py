@@ -85,7 +85,7 @@ from mopa.envs import make
 from mopa.envs.wrappers import AutoReset
 from mopa.errors import InvalidParameterError
 from mopa.eval.intervals import mean_interval
-from mopa.eval.protocol import cell_stats, mean_std
+from mopa.eval.protocol import cell_stats, familiarity_drop, mean_std
 from mopa.eval.tournament import TournamentEntry, play_tournament
 from mopa.experiments import part1
 from mopa.experiments.registry import recipe_field, register_experiment
@@ -555,36 +555,14 @@ def _brittleness(config, algo, runs, stages) -> dict[str, Any]:
                     f"prey_{placement}"
                 ]
 
-        def drop(samples):
-            own = np.mean([samples[p, p].mean() for p in PLACEMENTS])
-            other = np.mean(
-                [samples[q, p].mean() for p in PLACEMENTS for q in PLACEMENTS if q != p]
-            )
-            return own, other, 1.0 - other / own if own > 0 else float("nan")
-
-        own, other, value = drop(captures)
-        rng = np.random.default_rng(config.seed)
-        draws = []
-        for _ in range(config.bootstrap):
-            resampled = {
-                k: np.take_along_axis(
-                    v, rng.integers(0, v.shape[1], size=v.shape), axis=1
-                )
-                for k, v in captures.items()
-            }
-            draws.append(drop(resampled))
-        draws = np.asarray(draws)
-
-        def interval(column):
-            return [float(np.nanpercentile(draws[:, column], q)) for q in (2.5, 97.5)]
-
+        drop = familiarity_drop(captures, PLACEMENTS, config.bootstrap, config.seed)
         return {
-            "captures_cotrained": float(own),
-            "captures_cotrained_ci95": interval(0),
-            "captures_unfamiliar": float(other),
-            "captures_unfamiliar_ci95": interval(1),
-            "drop": float(value),
-            "drop_ci95": interval(2),
+            "captures_cotrained": drop["familiar"],
+            "captures_cotrained_ci95": drop["familiar_ci95"],
+            "captures_unfamiliar": drop["unfamiliar"],
+            "captures_unfamiliar_ci95": drop["unfamiliar_ci95"],
+            "drop": drop["drop"],
+            "drop_ci95": drop["drop_ci95"],
             "cells": cells,
             "episodes_per_cell": int(np.prod(next(iter(captures.values())).shape)),
         }
