@@ -28,6 +28,7 @@ LAYERS = (
     ("mopa.report",),
     ("mopa.envs.pettingzoo",),
     ("mopa.cotrain", "mopa.experiments"),
+    ("mopa.report.docs", "mopa.report.claims", "mopa.report.site"),
     ("mopa.bench",),
     ("mopa.cli",),
     ("mopa", "mopa.__main__"),
@@ -35,7 +36,9 @@ LAYERS = (
 """The layers, bottom first: a module may import its own layer and those below.
 A module belongs to the layer of the longest prefix naming it. The PettingZoo
 adapter draws its frames with :mod:`mopa.report.render`, so it sits above the
-report although it lives beside the games."""
+report although it lives beside the games; the documentation site's renderer
+reads the experiments' registry (each folder's command and tables), so it sits
+above the experiments although it lives beside the report."""
 
 
 def module_files() -> dict[str, Path]:

@@ -53,6 +53,9 @@ class RecordedRun:
     devices: int | None
     cpu: dict[str, Any] | None
     """The processor it ran on (``None`` in folders written before it was kept)."""
+    numerics: str = "native"
+    """The numerics mode it computed in (:mod:`mopa.core.numerics`; ``native`` in
+    folders written before the mode was kept, as they all computed)."""
 
     @property
     def command(self) -> str:
@@ -89,32 +92,45 @@ def recorded_run(folder: str | Path) -> RecordedRun:
     seeds = described.get("seeds")
     if seeds is not None and (isinstance(seeds, bool) or not isinstance(seeds, int)):
         raise InvalidParameterError(f"{folder / 'config.json'}: bad seeds {seeds!r}")
-    name, preset = described["experiment"], described["preset"]
-    recorded = described.get("config")
+    name = described["experiment"]
+    try:
+        preset = recorded_preset(name, described["preset"], described.get("config"))
+    except InvalidParameterError as error:
+        raise InvalidParameterError(f"{folder} was written with {error}") from None
+    return RecordedRun(name, preset, seeds, *recorded_machine(meta))
+
+
+def recorded_preset(name: str, preset: str, recorded: Any) -> str:
+    """The preset of experiment ``name`` that has the ``recorded`` config today:
+    ``preset`` itself, or the name it was renamed to since (a new default kept
+    the old config under another name, or the old name was dropped).
+
+    Raises:
+        InvalidParameterError: no preset has the recorded config any longer (the
+            first differing field of ``preset`` is named).
+        UnknownNameError: the experiment is not registered, or ``preset`` is not
+            and no other preset has the recorded config.
+    """
     presets = get_experiment(name).presets
     mismatch = (
         _config_mismatch(recorded, presets[preset]) if preset in presets else None
     )
-    if preset not in presets or mismatch is not None:
-        # The preset may have been renamed (a new default kept the old config
-        # under another name) or its name dropped since: rerun whichever preset
-        # still has this config.
-        renamed = [
-            other
-            for other, config in presets.items()
-            if other != preset and _config_mismatch(recorded, config) is None
-        ]
-        if not renamed and preset not in presets:
-            get_preset(name, preset)  # raises UnknownNameError, naming the presets
-        if not renamed:
-            path, was, now = mismatch
-            raise InvalidParameterError(
-                f"{folder} was written with {name}'s preset {preset!r} at {path} = "
-                f"{was!r}; the preset now has {now!r}"
-            )
-        preset = renamed[0]
-    sha, devices, cpu = recorded_machine(meta)
-    return RecordedRun(name, preset, seeds, sha, devices, cpu)
+    if preset in presets and mismatch is None:
+        return preset
+    renamed = [
+        other
+        for other, config in presets.items()
+        if other != preset and _config_mismatch(recorded, config) is None
+    ]
+    if not renamed and preset not in presets:
+        get_preset(name, preset)  # raises UnknownNameError, naming the presets
+    if not renamed:
+        path, was, now = mismatch
+        raise InvalidParameterError(
+            f"{name}'s preset {preset!r} at {path} = {was!r}; the preset now has "
+            f"{now!r}"
+        )
+    return renamed[0]
 
 
 def _config_mismatch(recorded: Any, config: Any) -> tuple[str, Any, Any] | None:

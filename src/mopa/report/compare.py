@@ -41,6 +41,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mopa.core.numerics import MODES
+from mopa.core.runinfo import GitState
 from mopa.errors import InvalidParameterError
 
 FLOAT_RTOL = 1e-5
@@ -228,15 +230,21 @@ def read_json_file(path: Path) -> Any:
         raise InvalidParameterError(f"{path} is not readable JSON ({error})") from None
 
 
-def recorded_machine(meta: Any) -> tuple[str | None, int | None, dict[str, Any] | None]:
-    """``(git_sha, device count, processor)`` as a meta.json records them."""
+def recorded_machine(
+    meta: Any,
+) -> tuple[str | None, int | None, dict[str, Any] | None, str]:
+    """``(git_sha, device count, processor, numerics mode)`` as a meta.json
+    records them."""
     meta = meta if isinstance(meta, dict) else {}
     machine = meta.get("machine") if isinstance(meta.get("machine"), dict) else {}
     devices, cpu = machine.get("devices"), machine.get("cpu")
+    numerics = meta.get("numerics") if isinstance(meta.get("numerics"), dict) else {}
+    mode = numerics.get("mode", "native")
     return (
         meta.get("git_sha"),
         len(devices) if isinstance(devices, list) else None,
         cpu if isinstance(cpu, dict) else None,
+        mode if mode in MODES else "native",
     )
 
 
@@ -251,6 +259,9 @@ class RecordedBenchmark:
     git_sha: str | None
     devices: int | None
     cpu: dict[str, Any] | None
+    numerics: str = "native"
+    """The numerics mode it ran in (:mod:`mopa.core.numerics`; ``native`` in
+    records written before the mode was kept, as they all computed)."""
 
     @property
     def command(self) -> str:
@@ -286,8 +297,9 @@ def recorded_benchmark(path: str | Path) -> RecordedBenchmark:
 def same_machine_notes(recorded: Any) -> list[str]:
     """Where this process differs from the machine that wrote ``recorded`` (a
     :class:`RecordedBenchmark` or a :class:`~mopa.experiments.verify.RecordedRun`:
-    its ``devices`` and ``cpu``): another device count or processor (XLA may round
-    differently on either)."""
+    its ``devices``, ``cpu`` and ``numerics``): another device count or processor
+    (XLA may round differently on either; in portable numerics the processor's
+    digits should not)."""
     import jax
 
     from mopa.core.runinfo import cpu_description
@@ -299,10 +311,119 @@ def same_machine_notes(recorded: Any) -> list[str]:
             "float rounding may differ"
         )
     here = cpu_description()
-    if recorded.cpu is not None and recorded.cpu != here:
+    if recorded.cpu is not None and any(
+        recorded.cpu.get(key) != here[key] for key in ("model", "isa")
+    ):
         then = f"{recorded.cpu.get('model')} ({' '.join(recorded.cpu.get('isa', []))})"
+        why = (
+            "in portable numerics the digits should be the same (mopa.core.numerics)"
+            if recorded.numerics == "portable"
+            else "in native numerics XLA compiles for each processor, so float "
+            "rounding may differ"
+        )
         notes.append(
             f"written on {then}, rerun on {here['model']} ({' '.join(here['isa'])}): "
-            "XLA compiles for each processor, so float rounding may differ"
+            f"{why}"
         )
     return notes
+
+
+def verify_record(
+    recorded: Any,
+    comparisons: list[Comparison],
+    wall_s: float,
+    git: GitState | None = None,
+    argv: list[str] | None = None,
+) -> dict[str, Any]:
+    """What a verification found, as ``mopa verify`` keeps it beside the figures
+    it checked (``verify.json`` in a result folder, ``NAME.verify.json`` beside a
+    benchmark's rows: :func:`mopa.cli.records.verify_record_path`) and the results
+    pages show it
+    (:func:`mopa.report.docs.verify_text`).
+
+    Args:
+        recorded: what the checked figures record of the run that wrote them (a
+            :class:`RecordedBenchmark` or a
+            :class:`~mopa.experiments.verify.RecordedRun`).
+        comparisons: every figure, committed against rerun.
+        wall_s: the rerun's wall time in seconds.
+        git: the git state of the source that ran,
+            read when the rerun started (``None``: read now).
+        argv: the ``mopa verify`` command line after ``mopa``, kept as
+            ``verified_by``.
+
+    Returns:
+        ``{"command", "verified_by", "written_at", "git_sha", "git_dirty", "cpu",
+        "devices", "numerics", "date", "compared", "matched", "not_compared",
+        "passed", "first_failure", "failures", "rerun_wall_s"}``: ``command`` is the
+        experiment or
+        benchmark the figures record, ``verified_by`` the verification's own
+        command line (``None`` where not given), ``written_at`` is the commit the
+        figures were written at, ``git_sha`` / ``git_dirty`` / ``cpu`` /
+        ``devices`` the commit and machine of the rerun, ``numerics`` the mode
+        it computed in (the record's own: :mod:`mopa.core.numerics`), ``date``
+        its end (UTC, ISO 8601), ``compared`` the figures compared (timings and
+        the commit that ran are shown, not compared: ``not_compared``),
+        ``matched`` those that match, ``failures`` the first
+        :data:`MAX_LISTED_FAILURES` that differ.
+    """
+    import datetime
+
+    import jax
+
+    from mopa.core.numerics import numerics_mode
+    from mopa.core.runinfo import cpu_description, git_state
+
+    state = git_state() if git is None else git
+    compared = [c for c in comparisons if c.kind not in NOT_COMPARED]
+    failures = [c for c in comparisons if not c.ok]
+    now = datetime.datetime.now(datetime.UTC)
+    return {
+        "command": recorded.command,
+        "verified_by": None if argv is None else "mopa " + " ".join(argv),
+        "written_at": recorded.git_sha,
+        "git_sha": None if state is None else state.sha,
+        "git_dirty": None if state is None else state.dirty,
+        "cpu": cpu_description(),
+        "devices": len(jax.devices()),
+        "numerics": numerics_mode(),
+        "date": now.isoformat(timespec="seconds"),
+        "compared": len(compared),
+        "matched": len(compared) - len(failures),
+        "not_compared": len(comparisons) - len(compared),
+        "passed": not failures,
+        "first_failure": failures[0].path if failures else None,
+        "failures": [c.path for c in failures[:MAX_LISTED_FAILURES]],
+        "rerun_wall_s": wall_s,
+    }
+
+
+MAX_LISTED_FAILURES = 50
+"""How many differing figures a verification record names (``failures``)."""
+
+
+def with_history(record: dict[str, Any], previous: Any) -> dict[str, Any]:
+    """``record`` with ``history``: every earlier verification of the same figures,
+    oldest first, each as its own record was (without its history).
+
+    The history is what shows on which processors a folder was checked (the
+    reference's table in RESULTS.md): ``previous`` is the ``verify.json`` that
+    ``record`` replaces, kept when it verified the same commit's figures
+    (``written_at``), dropped when the folder was rewritten since.
+
+    Args:
+        record: the new verification (:func:`verify_record`).
+        previous: the record it replaces (``None``, or anything not a record, when
+            there was none).
+    """
+    history: list[Any] = []
+    same = (
+        isinstance(previous, dict)
+        and previous.get("written_at") == record.get("written_at")
+        and previous.get("command") == record.get("command")
+    )
+    if same:
+        earlier = previous.get("history")
+        history = [*(earlier if isinstance(earlier, list) else [])]
+        history.append({k: v for k, v in previous.items() if k != "history"})
+    return {**record, "history": history}
