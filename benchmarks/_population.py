@@ -1,6 +1,7 @@
 """What the ``benchmarks/population_*.py`` scripts share: the ``--set`` option on
 the default profile of ``mopa experiment intent_population``, the trained stages
-they play on, and the record each writes.
+they play on, its rows against one prey (:func:`mopa.eval.protocol.play_rows`),
+and the record each writes.
 
 Imported by those scripts (run as ``python benchmarks/NAME.py``, so this folder is
 on the import path), after :func:`~mopa.core.devices.use_cpu_devices`.
@@ -15,8 +16,10 @@ from typing import Any
 
 from mopa.core.configs import replace_from_json
 from mopa.errors import InvalidParameterError
+from mopa.eval.protocol import play_rows
 from mopa.experiments import intent_population as ip
-from mopa.experiments.intent import read_teams
+from mopa.experiments import intent_population_rows as pr
+from mopa.experiments.intent_conditions import intent_game, read_teams
 
 
 def add_set_option(parser: argparse.ArgumentParser) -> None:
@@ -51,7 +54,33 @@ def trained_stages(config: ip.PopulationExperimentConfig, stages: Path) -> tuple
     """``(teams, clones)``: every condition's trained teams and the clone library
     in a run's ``stages`` folder."""
     teams = {c: read_teams(stages / f"train_{c}") for c in config.conditions}
-    return teams, ip.load_clones(stages / "population")
+    return teams, pr.load_clones(stages / "population")
+
+
+def play_named_rows(
+    rows: dict,
+    names: list[str],
+    entry: Any,
+    key: Any,
+    *,
+    num_episodes: int,
+    paired: bool,
+    faced: Any = None,
+) -> dict:
+    """Rows ``names`` of :func:`~mopa.experiments.intent_population_rows.
+    build_rows` against one prey entry, as the ``eval`` stage plays them:
+    ``{ROW: captures [S, num_episodes]}``; ``faced``: the prey's policy params
+    for ``true_model_planner``."""
+    env, params = intent_game()
+    return play_rows(
+        env,
+        params,
+        pr.row_entries(rows, names, faced),
+        entry,
+        key,
+        num_episodes=num_episodes,
+        paired_episodes=paired,
+    )
 
 
 def write_record(out: Path, results: Any, meta: dict) -> None:

@@ -34,9 +34,10 @@ import jax  # noqa: E402
 import jax.monitoring  # noqa: E402
 
 from mopa.core.runinfo import run_metadata  # noqa: E402
+from mopa.core.stages import Stages  # noqa: E402
 from mopa.eval.tournament import play_tournament  # noqa: E402
 from mopa.experiments import intent  # noqa: E402
-from mopa.experiments.stages import Stages  # noqa: E402
+from mopa.experiments import intent_conditions as conditions  # noqa: E402
 
 PHASES = {
     "/jax/core/compile/jaxpr_trace_duration": "trace_s",
@@ -73,7 +74,7 @@ def main() -> None:
     )
     stages = Stages(args.stages or Path(tempfile.mkdtemp(prefix="eval_conditions_")))
     teams = {}
-    for condition in intent.TRAIN_CONDITIONS:
+    for condition in conditions.TRAIN_CONDITIONS:
         name = f"train_{condition}"
         cfg = intent.train_config(config, condition, config.num_seeds)
         stages.run(
@@ -81,31 +82,33 @@ def main() -> None:
             cfg.to_dict(),
             lambda f, cfg=cfg, name=name: intent.train_stage(cfg, f, name, print),
         )
-        teams[condition] = intent.read_teams(stages.folder(name))
+        teams[condition] = conditions.read_teams(stages.folder(name))
     encoders, world_models = stages.folder("encoders"), stages.folder("world_models")
     stages.run(
         "encoders",
         {},
-        lambda f: intent._encoders(config, stages.folder("train_belief"), f),
+        lambda f: intent.encoders_stage(config, stages.folder("train_belief"), f),
     )
-    stages.run("world_models", {}, lambda f: intent._world_models(config, encoders, f))
-    entries = intent.build_entries(config, teams, encoders, world_models)
-    env, params = intent.intent_game()
+    stages.run(
+        "world_models", {}, lambda f: intent.world_models_stage(config, encoders, f)
+    )
+    entries = conditions.build_entries(config, teams, encoders, world_models)
+    env, params = conditions.intent_game()
     jax.monitoring.register_event_duration_secs_listener(_on_duration)
     if args.protocol == "paired":  # each row against its own prey, seed i vs i
         episodes, pairing = config.eval_episodes, "paired"
         games = config.num_seeds * episodes
         prey_of = {
-            name: [entries["prey"][intent.PAIRED_PREY[name]]]
-            for name in intent.CONDITIONS
+            name: [entries["prey"][conditions.PAIRED_PREY[name]]]
+            for name in conditions.CONDITIONS
         }
     else:  # every row against the pool of prey, every seed against every seed
-        episodes, pairing = intent.common_episodes(config, config.num_seeds), "all"
-        games = len(intent.TRAIN_CONDITIONS) * config.num_seeds**2 * episodes
-        pool = [entries["prey"][c] for c in intent.TRAIN_CONDITIONS]
-        prey_of = dict.fromkeys(intent.CONDITIONS, pool)
+        episodes, pairing = conditions.common_episodes(config, config.num_seeds), "all"
+        games = len(conditions.TRAIN_CONDITIONS) * config.num_seeds**2 * episodes
+        pool = [entries["prey"][c] for c in conditions.TRAIN_CONDITIONS]
+        prey_of = dict.fromkeys(conditions.CONDITIONS, pool)
     rows = {}
-    for name in intent.CONDITIONS:
+    for name in conditions.CONDITIONS:
         _phases.clear()
         start = time.perf_counter()
         play_tournament(

@@ -35,9 +35,11 @@ from _population import add_set_option, config_from, write_record  # noqa: E402
 
 from mopa.core.runinfo import run_metadata  # noqa: E402
 from mopa.experiments import intent_population as ip  # noqa: E402
+from mopa.experiments import intent_population_rows as pr  # noqa: E402
 from mopa.opponent.calibration import ece_by_step  # noqa: E402
 from mopa.opponent.data import load_dataset  # noqa: E402
 from mopa.opponent.population import (  # noqa: E402
+    episode_beliefs,
     intent_belief,
     none_fits_probability,
     population_log_probs,
@@ -55,7 +57,7 @@ def prey_summary(config, clones, stages: Path, name: str, leave_out: int | None)
     if leave_out is not None:
         keep = [m for m in range(log_probs.shape[-2]) if m != leave_out]
         log_probs = log_probs[..., keep, :]
-    states = ip.episode_beliefs(
+    states = episode_beliefs(
         log_probs, actions, config.bayes_epsilon, config.fallback_prior
     )
     after = jax.vmap(jax.vmap(intent_belief))(states)  # [E, T, K]
@@ -113,7 +115,7 @@ def main() -> None:
             "set": {f: getattr(config, f) for f, _ in args.set},
         }
     )
-    clones = ip.load_clones(args.stages / "population")
+    clones = pr.load_clones(args.stages / "population")
     start = time.perf_counter()
     results = {
         "held_out": {

@@ -39,17 +39,23 @@ from mopa.core.devices import use_cpu_devices
 use_cpu_devices()  # as the mopa command does, before JAX starts
 
 import numpy as np  # noqa: E402
-from _population import add_set_option, config_from, trained_stages, write_record  # noqa: E402
+from _population import (  # noqa: E402
+    add_set_option,
+    config_from,
+    play_named_rows,
+    trained_stages,
+    write_record,
+)
 from scipy import stats  # noqa: E402
 
 from mopa.core.runinfo import run_metadata  # noqa: E402
 from mopa.eval.intervals import mean_interval  # noqa: E402
-from mopa.experiments import intent_population as ip  # noqa: E402
+from mopa.experiments import intent_population_rows as pr  # noqa: E402
 
 
 def _captures(rows, names, entry, key, episodes, paired, faced=None):
     """``[R, S, N]`` captures of rows ``names`` against one prey entry."""
-    values = ip.play_rows(
+    values = play_named_rows(
         rows, names, entry, key, num_episodes=episodes, paired=paired, faced=faced
     )
     return np.stack([np.asarray(values[r], np.float64) for r in names])
@@ -66,8 +72,8 @@ def main() -> None:
     args = parser.parse_args()
     config = config_from(parser, args.set)
     changes = {f: getattr(config, f) for f, _ in args.set}
-    if args.out_of_family_row not in ip.ROWS:
-        parser.error(f"--out-of-family-row must be one of {list(ip.ROWS)}")
+    if args.out_of_family_row not in pr.ROWS:
+        parser.error(f"--out-of-family-row must be one of {list(pr.ROWS)}")
     meta = run_metadata(
         {
             "stages": str(args.stages),
@@ -78,9 +84,9 @@ def main() -> None:
         }
     )
     teams, clones = trained_stages(config, args.stages)
-    rows = ip.build_rows(config, teams, clones)
-    prey = ip.prey_entries(config, teams)
-    key = ip.eval_key(config)
+    rows = pr.build_rows(config, teams, clones)
+    prey = pr.prey_entries(config, teams)
+    key = pr.eval_key(config)
     start = time.perf_counter()
 
     out_of_family = {}

@@ -2,7 +2,7 @@
 planner of ``mopa experiment intent_population`` with the evader's own rule as its
 model of the prey, against ``flat_belief_planner``, on the same episodes.
 
-The evader (:class:`~mopa.experiments.intent_population_players.EvaderPrey`) is
+The evader (:class:`~mopa.planning.EvaderPrey`) is
 deterministic and its rule reads only what its observation holds, so a planner
 can be handed the exact model (:meth:`EvaderPrey.opponent_model`): the population
 planner with that rule as its fallback and a planning prior of ``1 - 1e-9`` that
@@ -41,17 +41,22 @@ use_cpu_devices()  # as the mopa command does, before JAX starts
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from _population import add_set_option, config_from, trained_stages, write_record  # noqa: E402
+from _population import (  # noqa: E402
+    add_set_option,
+    config_from,
+    play_named_rows,
+    trained_stages,
+    write_record,
+)
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 
 from mopa.core.runinfo import run_metadata  # noqa: E402
 from mopa.envs.pursuit import NUM_ACTIONS, PREY  # noqa: E402
 from mopa.eval.intervals import mean_interval  # noqa: E402
-from mopa.experiments import intent_population as ip  # noqa: E402
-from mopa.experiments.intent import intent_game  # noqa: E402
-from mopa.experiments.intent_population_players import EvaderPrey  # noqa: E402
+from mopa.experiments import intent_population_rows as pr  # noqa: E402
+from mopa.experiments.intent_conditions import intent_game  # noqa: E402
 from mopa.opponent.data import generate  # noqa: E402
-from mopa.planning import FunctionOpponentModel  # noqa: E402
+from mopa.planning import EvaderPrey, FunctionOpponentModel  # noqa: E402
 
 EXACT = "exact_model_planner"
 LOGISTIC = "threat_logistic_planner"
@@ -126,11 +131,11 @@ def main() -> None:
         }
     )
     teams, clones = trained_stages(config, args.stages)
-    rows = ip.build_rows(config, teams, clones)
+    rows = pr.build_rows(config, teams, clones)
     player, params_fn = rows["population_planner"]
     model = player.planner.opponent_model
     env, _ = intent_game()
-    prey = ip.prey_entries(config, teams)["evader"]
+    prey = pr.prey_entries(config, teams)["evader"]
 
     def fallback_row(fallback):
         """The population planner imagining ``fallback`` (whose params are
@@ -150,15 +155,15 @@ def main() -> None:
     names = [EXACT, "population_planner", "flat_belief_planner"]
     accuracy = None
     if args.logistic_episodes > 0:
-        key = jax.random.fold_in(ip.eval_key(config), 99)
+        key = jax.random.fold_in(pr.eval_key(config), 99)
         logistic, accuracy = logistic_model(rows, prey, key, args.logistic_episodes)
         rows[LOGISTIC] = fallback_row(logistic)
         names.insert(1, LOGISTIC)
-    values = ip.play_rows(
+    values = play_named_rows(
         rows,
         names,
         prey,
-        ip.eval_key(config),
+        pr.eval_key(config),
         num_episodes=args.episodes,
         paired=True,
     )

@@ -40,7 +40,7 @@ from _population import add_set_option, config_from, trained_stages, write_recor
 from mopa.core.runinfo import run_metadata  # noqa: E402
 from mopa.errors import InvalidParameterError  # noqa: E402
 from mopa.eval.intervals import mean_interval  # noqa: E402
-from mopa.experiments import intent_population as ip  # noqa: E402
+from mopa.experiments import intent_population_rows as pr  # noqa: E402
 from mopa.opponent.online import residual_weight  # noqa: E402
 
 
@@ -67,7 +67,7 @@ def main() -> None:
     teams, clones = trained_stages(config, args.stages)
     try:
         plays = [
-            ip.match_player(config, teams, clones, r) for r in (args.row, args.versus)
+            pr.match_player(config, teams, clones, r) for r in (args.row, args.versus)
         ]
     except InvalidParameterError as error:
         parser.error(str(error))

@@ -27,12 +27,13 @@ import numpy as np  # noqa: E402
 from _population import (  # noqa: E402
     add_set_option,
     config_from,
+    play_named_rows,
     trained_stages,
     write_record,
 )
 
 from mopa.core.runinfo import run_metadata  # noqa: E402
-from mopa.experiments import intent_population as ip  # noqa: E402
+from mopa.experiments import intent_population_rows as pr  # noqa: E402
 
 
 def main() -> None:
@@ -50,13 +51,13 @@ def main() -> None:
     meta = run_metadata(vars(args) | {"stages": str(args.stages), "out": str(args.out)})
     base = config_from(parser, args.set)
     teams, clones = trained_stages(base, args.stages)
-    prey = ip.prey_entries(base, teams)[base.held_out_prey[0]]
+    prey = pr.prey_entries(base, teams)[base.held_out_prey[0]]
     plays = {}
     for flag in (False, True):
         config = config_from(parser, [*args.set, ("online_fallback", json.dumps(flag))])
-        rows = ip.build_rows(config, teams, clones)
-        plays[flag] = lambda rows=rows, config=config: ip.play_rows(
-            rows, [args.row], prey, ip.eval_key(config),
+        rows = pr.build_rows(config, teams, clones)
+        plays[flag] = lambda rows=rows, config=config: play_named_rows(
+            rows, [args.row], prey, pr.eval_key(config),
             num_episodes=args.episodes, paired=False, faced=prey.params,
         )  # fmt: skip
     seconds = {False: [], True: []}

@@ -40,6 +40,7 @@ from _population import trained_stages, write_record  # noqa: E402
 from mopa.core.runinfo import run_metadata  # noqa: E402
 from mopa.eval.intervals import mean_interval  # noqa: E402
 from mopa.experiments import intent_population as ip  # noqa: E402
+from mopa.experiments import intent_population_rows as pr  # noqa: E402
 from mopa.opponent.population import (  # noqa: E402
     excess_surprisal,
     none_fits_probability,
@@ -63,7 +64,7 @@ def main() -> None:
     args = parser.parse_args()
     config = ip.PROFILES[args.profile]
     meta = run_metadata({"stages": str(args.stages), "profile": args.profile})
-    play = ip.match_player(config, *trained_stages(config, args.stages))
+    play = pr.match_player(config, *trained_stages(config, args.stages))
     M = config.match_episodes
     start = time.perf_counter()
     per_prey = {}

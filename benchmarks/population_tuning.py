@@ -52,18 +52,22 @@ use_cpu_devices()  # as the mopa command does, before JAX starts
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
-from _population import config_from, write_record  # noqa: E402
+from _population import config_from, play_named_rows, write_record  # noqa: E402
 
 from mopa.core.runinfo import run_metadata  # noqa: E402
 from mopa.eval.intervals import mean_interval  # noqa: E402
 from mopa.experiments import intent_population as ip  # noqa: E402
-from mopa.experiments.intent import (  # noqa: E402
+from mopa.experiments import intent_population_rows as pr  # noqa: E402
+from mopa.experiments.intent_conditions import (  # noqa: E402
     intent_game,
     read_teams,
     tree_search_planner,
 )
 from mopa.opponent.data import load_dataset  # noqa: E402
-from mopa.opponent.population import population_log_probs  # noqa: E402
+from mopa.opponent.population import (  # noqa: E402
+    episode_beliefs,
+    population_log_probs,
+)
 
 
 def tuning_key(config: ip.PopulationExperimentConfig) -> jax.Array:
@@ -74,14 +78,14 @@ def tuning_key(config: ip.PopulationExperimentConfig) -> jax.Array:
 def _fitting_captures(config, teams, libraries, row, episodes) -> np.ndarray:
     """``[prey, S, N]`` captures of ``row`` against every fitting prey, each
     with its library."""
-    prey = ip.prey_entries(config, teams)
+    prey = pr.prey_entries(config, teams)
     rows = {}
     captures = []
     for name in config.fitting_prey:
         library = libraries[name]
         if id(library) not in rows:
-            rows[id(library)] = ip.build_rows(config, teams, library)
-        values = ip.play_rows(
+            rows[id(library)] = pr.build_rows(config, teams, library)
+        values = play_named_rows(
             rows[id(library)],
             [row],
             prey[name],
@@ -105,7 +109,7 @@ def _fitting_log_likelihood(config, arrays, libraries) -> np.ndarray:
     for name in config.fitting_prey:
         obs, actions, _ = arrays[name]
         log_probs = population_log_probs(pop_config, libraries[name], obs)
-        states = ip.episode_beliefs(
+        states = episode_beliefs(
             log_probs, actions, config.bayes_epsilon, config.fallback_prior
         )
         per_prey.append(np.asarray(states.log_likelihood[:, -1]) / actions.shape[1])
@@ -128,7 +132,7 @@ def _libraries(config, stages: Path, leave_one_out: bool, cache: dict) -> dict:
             }
         else:
             if library == ip.PROFILES["default"].population_config():
-                clones = ip.load_clones(stages / "population")
+                clones = pr.load_clones(stages / "population")
             else:
                 clones = ip.fit_library(config, stages / "data", names)[0]
             cache[library] = dict.fromkeys(names, clones)

@@ -1,6 +1,6 @@
 """Programs launched side by side, again and again: the child process of the
 stress tests of ``play_tournament`` (``tests/eval/test_tournament.py``) and of
-``Stages.run_together`` (``tests/experiments/test_stages.py``).
+``Stages.run_together`` (``tests/core/test_stages.py``).
 
 The number of CPU devices is fixed when JAX starts, so each stress test runs this
 module in a process of its own (:func:`run_stress`, ``JAX_NUM_CPU_DEVICES`` set)::
@@ -41,11 +41,11 @@ from flax import struct
 
 from mopa.core.compile_cache import use_compile_cache
 from mopa.core.devices import use_quick_compile
+from mopa.core.stages import Stages
 from mopa.envs import make
 from mopa.envs.pursuit import PREDATOR, PREY
 from mopa.eval import tournament
 from mopa.eval.tournament import TournamentEntry, broadcast_seeds
-from mopa.experiments.stages import Stages
 from mopa.opponent.online import (
     OnlineResidualConfig,
     fit_residual,

@@ -15,9 +15,9 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from mopa.core.stages import Stages
 from mopa.cotrain import run_cotrain
 from mopa.experiments.cotrain import PROFILES
-from mopa.experiments.stages import Stages
 
 STAGES = Path(sys.argv[1] if len(sys.argv) > 1 else "runs/cotrain_tutorial/stages")
 

@@ -10,16 +10,18 @@ imports training code: a checkpoint is loaded from its spec and parameters alone
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from mopa.core.batching import map_batched
-from mopa.errors import InvalidParameterError
+from mopa.core.checkpoint import POLICY_FILE, POLICY_FORMAT, read_msgpack
+from mopa.errors import CheckpointError, InvalidParameterError
 from mopa.models import Actor, QNetwork, RecurrentQNetwork
 
 POLICY_KINDS = ("q", "rnn_q", "actor", "random")
@@ -366,6 +368,68 @@ def _jitted_act(spec: PolicySpec) -> Callable:
     return _ACT_CACHE[spec]
 
 
+class PolicyFile(NamedTuple):
+    """A policy checkpoint as read: every learning team's spec and parameters."""
+
+    algo: str
+    env: str
+    env_overrides: dict[str, Any]
+    teams: dict[str, tuple[Any, Any]]
+    """``{team name: (PolicySpec, params with a leading seed axis [S, ...])}``."""
+    num_seeds: int
+
+
+def read_policy_file(path: str | Path) -> PolicyFile:
+    """Read a policy checkpoint (or the one in a run folder) whole.
+
+    Raises:
+        CheckpointError: the file is missing, corrupt, not a policy checkpoint, or
+            holds no team policies.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / POLICY_FILE
+    data = read_msgpack(path, POLICY_FORMAT)
+    entries = data.get("teams") or {}
+    if not entries:
+        raise CheckpointError(f"{path} holds no team policies")
+    teams = {}
+    try:
+        overrides = json.loads(data["env_overrides"])
+        for name, entry in entries.items():
+            spec = PolicySpec.from_dict(json.loads(entry["spec"]))
+            teams[name] = (spec, jax.tree.map(jnp.asarray, entry["params"]))
+        algo, env = str(data["algo"]), str(data["env"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise CheckpointError(f"{path}: damaged policy entry ({error})") from None
+    leaves = jax.tree.leaves(next(iter(teams.values()))[1])
+    num_seeds = int(leaves[0].shape[0]) if leaves else 1
+    return PolicyFile(algo, env, overrides, teams, num_seeds)
+
+
+def read_policy_checkpoint(path: str | Path, team: str | None = None, seed: int = 0):
+    """Load one team's :class:`~mopa.policy.Policy` (see :func:`load_policy`)."""
+    policy_file = read_policy_file(path)
+    name = next(iter(policy_file.teams)) if team is None else team
+    if name not in policy_file.teams:
+        raise InvalidParameterError(
+            f"team {name!r} is not in {path}; it holds {sorted(policy_file.teams)}"
+        )
+    if not 0 <= seed < policy_file.num_seeds:
+        raise InvalidParameterError(
+            f"seed must be in [0, {policy_file.num_seeds - 1}] for {path}, got {seed}"
+        )
+    spec, stacked = policy_file.teams[name]
+    params = jax.tree.map(lambda x: x[seed], stacked)
+    return Policy(
+        spec=spec,
+        params=params,
+        team=name,
+        env=policy_file.env,
+        algo=policy_file.algo,
+    )
+
+
 def load_policy(path: str | Path, team: str | None = None, seed: int = 0) -> Policy:
     """Load one team's policy from a training checkpoint.
 
@@ -378,6 +442,4 @@ def load_policy(path: str | Path, team: str | None = None, seed: int = 0) -> Pol
         CheckpointError: the file is missing, corrupt or not a policy checkpoint.
         InvalidParameterError: unknown team or seed out of range.
     """
-    from mopa.core.checkpoint import read_policy_checkpoint
-
     return read_policy_checkpoint(path, team=team, seed=seed)

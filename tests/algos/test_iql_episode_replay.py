@@ -142,6 +142,7 @@ def test_bad_episode_replay_configs():
     make_trainer(short.replace(replay="segments"))
 
 
+@pytest.mark.slow
 def test_episode_replay_predators_beat_random_predators_on_tag():
     """The research's recipe at a small budget (150k steps, 4 gradient steps per
     update to make up for it) against a random prey: greedy captures well above a

@@ -125,6 +125,7 @@ def test_vmap_over_seeds_equals_a_loop_and_is_deterministic(algo):
     assert not np.allclose(batched["return/blue"][0], batched["return/blue"][1])
 
 
+@pytest.mark.slow
 def test_mappo_predators_beat_random_predators_on_tag():
     env, params = make("tag")
     config = MAPPOConfig(
@@ -153,6 +154,7 @@ def test_mappo_predators_beat_random_predators_on_tag():
     assert learnt_c > base_c + 1.0 and learnt_c > 2 * base_c, (learnt_c, base_c)
 
 
+@pytest.mark.slow
 def test_training_on_a_jaxmarl_environment_through_the_adapter():
     config = MAPPOConfig(
         env="jaxmarl:MPE_simple_adversary_v3",

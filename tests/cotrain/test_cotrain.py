@@ -14,10 +14,10 @@ import pytest
 
 from mopa.cli.cotrain import PROFILE_NAMES
 from mopa.cli.main import main
+from mopa.core.stages import Stages
 from mopa.cotrain import BLUES, CotrainConfig, run_cotrain, write_league
 from mopa.errors import InvalidParameterError
 from mopa.experiments.cotrain import PROFILES
-from mopa.experiments.stages import Stages
 from mopa.league import CheckpointManifest, EloRatings, LeagueStore, fit_bradley_terry
 from tests.browser import assert_plots_unclipped, image_widths, report_page
 
@@ -37,6 +37,7 @@ def _interval(cell: dict) -> None:
     assert low <= cell["mean"] <= high
 
 
+@pytest.mark.slow
 def test_the_quick_profile_writes_the_files_and_the_schema(quick_run):
     for name in ("results.json", "results.md", "config.json", "meta.json"):
         assert (quick_run / name).is_file(), name
@@ -97,6 +98,7 @@ def test_the_quick_profile_writes_the_files_and_the_schema(quick_run):
     assert "captures vs its best response" in text and "| remodel |" in text
 
 
+@pytest.mark.slow
 def test_the_report_renders_in_a_headless_browser(quick_run):
     results = json.loads((quick_run / "results.json").read_text())
     with report_page(quick_run / "report.html") as page:
@@ -111,6 +113,7 @@ def test_the_report_renders_in_a_headless_browser(quick_run):
         assert_plots_unclipped(page, 1)
 
 
+@pytest.mark.slow
 def test_the_league_store_holds_every_checkpoint_and_rates_every_player(quick_run):
     """The manifest lists every policy and style model of the league; every
     evaluation episode is a match; the Bradley-Terry ratings in results.json are
@@ -181,6 +184,7 @@ def test_the_league_store_can_be_written_again_from_the_same_rows(tmp_path):
     assert sorted(row.path for row in rows) == sorted(str(f.resolve()) for f in files)
 
 
+@pytest.mark.slow
 def test_a_ray_league_equals_the_in_process_league(quick_run, ray_backend, tmp_path):
     """The family runs and a lineage as Ray jobs on two workers: every figure
     equals the same league's in-process run (one generation of the quick
@@ -203,6 +207,7 @@ def test_a_ray_league_equals_the_in_process_league(quick_run, ray_backend, tmp_p
     assert set(stages.timing_s) == ran
 
 
+@pytest.mark.slow
 def test_a_killed_league_resumes_to_the_same_results(quick_run, tmp_path):
     """The uninterrupted league's folder, moved, its last generation's stages
     removed; killed half-way through the best response's training, run again:
@@ -289,6 +294,7 @@ def test_bad_leagues_are_named():
     assert dataclasses.replace(config, generations=3).styles.drop_obs_tail == 2
 
 
+@pytest.mark.slow
 def test_the_battalion_league_runs_from_the_scripted_family(tmp_path):
     """The battalion configuration (quick profile) end to end: red's family is
     the scripted strategies' clones, one family entry held out whole; blue's score

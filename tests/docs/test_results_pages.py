@@ -11,14 +11,14 @@ import pytest
 
 from mopa.cli.main import main
 from mopa.errors import InvalidParameterError
-from mopa.report import docs
+from mopa.report import docs, site
 from mopa.report.claims import CLAIMS, PAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_committed_pages_are_what_the_folders_render():
-    stale = docs.stale_files(ROOT)
+    stale = site.stale_files(ROOT)
     assert stale == [], f"run `mopa docs render`: {stale} differ from results/"
 
 
@@ -39,7 +39,7 @@ def test_one_number_changed_in_a_results_json_makes_the_pages_differ(copy, capsy
     results["conditions"]["belief_planner"]["mean"] = 1.0  # was 4.93
     path.write_text(json.dumps(results))
     try:
-        assert set(docs.stale_files(copy)) == {
+        assert set(site.stale_files(copy)) == {
             Path("docs/results/intent.md"),
             Path("docs/results/index.md"),
             Path("RESULTS.md"),
@@ -47,7 +47,7 @@ def test_one_number_changed_in_a_results_json_makes_the_pages_differ(copy, capsy
         assert main(["docs", "render", "--root", str(copy), "--check"]) == 1
         assert "differs: RESULTS.md" in capsys.readouterr().out
         # The claim that read it now fails: 1.00 is not 1.5x the blind 1.75.
-        written = docs.render_all(copy)[Path("RESULTS.md")]
+        written = site.render_all(copy)[Path("RESULTS.md")]
         (row,) = [
             line
             for line in written.splitlines()
@@ -56,7 +56,7 @@ def test_one_number_changed_in_a_results_json_makes_the_pages_differ(copy, capsy
         assert "0.57x (1.00 / 1.75)" in row and "**not met**" in row
     finally:
         path.write_text(original)
-    assert docs.stale_files(copy) == []
+    assert site.stale_files(copy) == []
 
 
 def test_any_number_changed_in_a_results_json_changes_its_page(copy):
@@ -67,7 +67,7 @@ def test_any_number_changed_in_a_results_json_changes_its_page(copy):
     results["captures"]["iql_greedy"]["iql_greedy"]["seed_means"][0] += 0.01
     path.write_text(json.dumps(results, indent=1))
     try:
-        assert Path("docs/results/exp3.md") in docs.stale_files(copy)
+        assert Path("docs/results/exp3.md") in site.stale_files(copy)
     finally:
         path.write_text(original)
 
@@ -77,7 +77,7 @@ def test_a_verify_record_is_shown_and_its_absence_says_not_verified(copy):
     committed = copy / "results" / "lemol" / "verify.json"
     kept = committed.read_bytes() if committed.exists() else None
     committed.unlink(missing_ok=True)
-    assert "`mopa verify results/lemol`: not verified." in docs.render_all(copy)[page]
+    assert "`mopa verify results/lemol`: not verified." in site.render_all(copy)[page]
     record = {
         "command": "mopa experiment lemol --profile default",
         "written_at": "7fbd958",
@@ -94,7 +94,7 @@ def test_a_verify_record_is_shown_and_its_absence_says_not_verified(copy):
     }
     (copy / "results" / "lemol" / "verify.json").write_text(json.dumps(record))
     try:
-        text = docs.render_all(copy)[page]
+        text = site.render_all(copy)[page]
         assert (
             "**passed**, 606 of 606 figures at `abcdef0` (AMD EPYC, AVX-512), "
             "2030-01-02" in text
@@ -229,7 +229,7 @@ def test_every_verification_is_a_row_of_the_folders_table(copy):
     }
     committed.write_text(json.dumps(latest))
     try:
-        text = docs.render_all(copy)[page]
+        text = site.render_all(copy)[page]
         assert "Every verification of these figures:" in text
         assert (
             "| **failed** | Intel Xeon Processor, AVX2, L1d 32 KiB | portable | "

@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 
 from mopa.errors import InvalidParameterError
-from mopa.eval.intervals import difference_interval, half_width, mean_interval
+from mopa.eval.intervals import (
+    difference_interval,
+    half_width,
+    mean_interval,
+    proportion_difference,
+    wilson_interval,
+)
 
 
 def test_normal_and_student_t_half_widths():
@@ -46,3 +52,21 @@ def test_difference_of_independent_means_adds_errors_in_quadrature():
     half = np.hypot(1.96 / np.sqrt(3), 1.96 * np.std([0, 2, 4, 6], ddof=1) / 2.0)
     assert out["mean"] == -1.0
     assert out["ci95"] == pytest.approx([-1.0 - half, -1.0 + half])
+
+
+def test_wilson_interval_hand_values():
+    # 5/10: centre 0.5; half = 1.96 sqrt(0.025 + 1.96^2 / 400) / (1 + 1.96^2 / 10)
+    #     = 1.96 * 0.18601 / 1.38415 = 0.26340
+    low, high = wilson_interval(5, 10)
+    assert low == pytest.approx(0.23659, abs=1e-4)
+    assert high == pytest.approx(0.76341, abs=1e-4)
+    # 0/10: centre = (1.96^2 / 20) / 1.38415 = 0.13877 = half -> [0, 0.27755]
+    low, high = wilson_interval(0, 10)
+    assert low == 0.0
+    assert high == pytest.approx(0.27755, abs=1e-4)
+    # Newcombe (1998), method 10, example 56/70 - 48/80: 0.2 [0.0524, 0.3339]
+    drop = proportion_difference(56, 70, 48, 80)
+    assert drop["diff"] == pytest.approx(0.2)
+    np.testing.assert_allclose(drop["ci95"], [0.0524, 0.3339], atol=1e-4)
+    with pytest.raises(InvalidParameterError):
+        wilson_interval(3, 2)

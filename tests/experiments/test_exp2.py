@@ -9,15 +9,11 @@ import numpy as np
 import pytest
 
 from mopa.envs import make
+from mopa.eval.intervals import bootstrap_mean
 from mopa.experiments import run_experiment
-from mopa.experiments.exp2 import (
-    VARIANTS,
-    Exp2Config,
-    angular_steps,
-    bootstrap_mean,
-    episode_angular_steps,
-)
+from mopa.experiments.exp2 import VARIANTS, Exp2Config
 from mopa.opponent.data import load_dataset
+from mopa.opponent.representations import angular_steps, episode_angular_steps
 
 
 def _circle(centre, radius, omega, num_steps, phase=0.0):
@@ -98,6 +94,7 @@ def quick_run(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_quick_run_writes_files_and_schema(quick_run):
     for name in (
         "results.json",
@@ -124,6 +121,7 @@ def test_quick_run_writes_files_and_schema(quick_run):
     assert "VAE ARI against the variant" in text and "-0.0108" in text
 
 
+@pytest.mark.slow
 def test_captures_count_the_predators_catches_in_the_episodes(quick_run):
     results = json.loads((quick_run / "results.json").read_text())
     captures = results["captures_per_episode"]

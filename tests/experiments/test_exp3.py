@@ -4,10 +4,15 @@ numbers of a quick run mean nothing; the default profile is the reproduction).""
 
 import json
 
+import pytest
+
 from mopa.cli.main import main
-from mopa.experiments.exp3 import PREY_VARIANTS, findings, markdown
+from mopa.experiments import get_experiment
+from mopa.experiments.exp3 import PREY_VARIANTS
+from mopa.report.exp3_report import findings
 
 
+@pytest.mark.slow
 def test_quick_profile_end_to_end_and_reuse(tmp_path, capsys):
     out = tmp_path / "exp3"
     assert main(["experiment", "exp3", "--profile", "quick", "--out", str(out)]) == 0
@@ -64,7 +69,7 @@ def test_findings_on_a_hand_made_table():
             "oa_plan": cell(1.5),
         },
     }
-    found = findings(table)
+    found = findings(table, PREY_VARIANTS)
     assert found["oa_plan_prey_fewest_in_every_row"]
     assert found["oa_plan_prey_drop_separated"]
     # Rows' drops: (3.0+3.2)/2-1.0 = 2.1, (3.1+3.3)/2-1.2 = 2.0, (2.0+2.5)/2-0.9 = 1.35
@@ -87,5 +92,5 @@ def test_findings_on_a_hand_made_table():
         "tournament_wall_s": 42.0,
         "joint_row_wall_s": 100.0,
     }
-    text = markdown(results)
+    text = get_experiment("exp3").markdown_fn(results)
     assert "100 episodes" in text and "| oa_plan_joint | 3.50 [3.40, 3.60]" in text

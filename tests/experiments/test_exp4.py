@@ -10,12 +10,9 @@ import pytest
 
 from mopa.envs import make
 from mopa.experiments import run_experiment
-from mopa.experiments.exp4 import (
-    SQUARE_SYMMETRIES,
-    Exp4Config,
-    _subsampled_probe,
-    symmetrise,
-)
+from mopa.experiments.exp4 import Exp4Config
+from mopa.opponent.metrics import subsampled_probe
+from mopa.opponent.representations import SQUARE_SYMMETRIES, symmetrise
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +22,7 @@ def quick_run(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_quick_run_writes_files_and_schema(quick_run):
     for name in ("results.json", "results.md", "config.json", "exp4_probe.png"):
         assert (quick_run / name).is_file(), name
@@ -62,6 +60,7 @@ def test_quick_run_writes_files_and_schema(quick_run):
     assert "| `iql` | 5 |" in (quick_run / "results.md").read_text()
 
 
+@pytest.mark.slow
 def test_a_second_run_reuses_every_stage(quick_run, tmp_path):
     out = tmp_path / "again"
     shutil.copytree(quick_run, out)
@@ -115,12 +114,18 @@ def test_subsampled_probe_scores_random_subsets():
     config = Exp4Config(subsample_sizes=(50, 100, 500), subsample_repeats=5)
     # the label written into a feature: every subset's probe is perfect
     separable = np.concatenate([noise, 3.0 * labels[:, None]], 1)
-    perfect = _subsampled_probe(separable, labels, config)
+    probe = dict(
+        sizes=config.subsample_sizes,
+        repeats=config.subsample_repeats,
+        test_fraction=config.test_fraction,
+        seed=config.seed,
+    )
+    perfect = subsampled_probe(separable, labels, **probe)
     assert list(perfect) == ["50", "100"]  # 500 > 200 episodes: skipped
     for size in ("50", "100"):
         assert perfect[size] == {"mean": 1.0, "std": 0.0, "p05": 1.0, "repeats": 5}
     # features that carry no label: the probe is near chance on average
-    blind = _subsampled_probe(noise, labels, config)
+    blind = subsampled_probe(noise, labels, **probe)
     assert 0.3 < blind["100"]["mean"] < 0.75
     assert blind["100"]["std"] > 0.0
 

@@ -50,6 +50,7 @@ def quick_run(checkout):
     return out
 
 
+@pytest.mark.slow
 def test_a_dirty_tree_writes_results_only_when_allowed(checkout, quick_run, capsys):
     out = checkout / "results" / "exp5_refused"
     assert main(["experiment", "exp5", "--profile", "quick", "--out", str(out)]) == 2
@@ -109,6 +110,7 @@ def test_results_have_the_issue_schema(quick_run):
     assert results["num_seeds"] == config.num_seeds
 
 
+@pytest.mark.slow
 def test_a_second_run_reuses_every_stage(quick_run, tmp_path):
     out = tmp_path / "again"
     shutil.copytree(quick_run, out)

@@ -15,9 +15,7 @@ from mopa.experiments import get_preset, run_experiment
 from mopa.experiments.lemol import (
     DEFAULT_RUN,
     LeMOLExperimentConfig,
-    mean_ci,
     method_config,
-    paired_gap,
 )
 
 PLOTS = ("lemol_prediction.png", "lemol_within_playout.png", "lemol_returns.png")
@@ -30,6 +28,7 @@ def quick_run(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_quick_run_writes_results_markdown_and_plots(quick_run):
     for name in ("results.json", "config.json", "meta.json", "results.md", *PLOTS):
         assert (quick_run / name).is_file(), name
@@ -42,6 +41,7 @@ def test_quick_run_writes_results_markdown_and_plots(quick_run):
     assert "| cycle | LeMOL accuracy | BC accuracy |" in markdown
 
 
+@pytest.mark.slow
 def test_results_have_the_issue_schema(quick_run):
     results = json.loads((quick_run / "results.json").read_text())
     config = get_preset("lemol", "quick")
@@ -72,6 +72,7 @@ def test_results_have_the_issue_schema(quick_run):
     assert len(within) == config.within_bins
 
 
+@pytest.mark.slow
 def test_the_verdict_follows_the_numbers(quick_run):
     """The accuracy gap is LeMOL's later-cycle accuracy minus BC's per seed; the
     verdict says "beats" exactly when its interval lies above 0."""
@@ -90,6 +91,7 @@ def test_the_verdict_follows_the_numbers(quick_run):
     assert gap["excludes_zero"] == (gap["ci95"][0] > 0 or gap["ci95"][1] < 0)
 
 
+@pytest.mark.slow
 def test_a_second_run_reuses_every_stage(quick_run, tmp_path):
     out = tmp_path / "again"
     shutil.copytree(quick_run, out)
@@ -101,32 +103,6 @@ def test_a_second_run_reuses_every_stage(quick_run, tmp_path):
     results = json.loads(json.dumps(results))
     for name in ("prediction_accuracy", "cross_entropy", "returns", "verdict"):
         assert results[name] == before[name], name
-
-
-def test_mean_ci_by_hand():
-    # [1, 2, 3]: mean 2, sample std 1, t(0.975, 2) = 4.3027 -> half 4.3027 / sqrt 3
-    # = 2.4841.
-    mean, (low, high) = mean_ci(np.array([1.0, 2.0, 3.0]))
-    assert mean == 2.0
-    assert low == pytest.approx(2.0 - 2.4841, abs=1e-4)
-    assert high == pytest.approx(2.0 + 2.4841, abs=1e-4)
-    assert mean_ci(np.array([0.5])) == (0.5, None)
-
-
-def test_gap_outcomes_by_hand():
-    # Differences [0.10, 0.12, 0.14]: mean 0.12, std 0.02, half 4.3027 * 0.02 /
-    # sqrt 3 = 0.0497 -> [0.070, 0.170], above 0.
-    lemol, bc = np.array([0.5, 0.52, 0.54]), np.array([0.4, 0.4, 0.4])
-    gap = paired_gap(lemol, bc, higher_is_better=True)
-    assert gap["mean"] == pytest.approx(0.12)
-    assert gap["ci95"][0] == pytest.approx(0.0703, abs=1e-3)
-    assert gap["outcome"] == "lemol better" and gap["excludes_zero"]
-    # The same numbers as losses: lower is better, so BC is better.
-    assert paired_gap(lemol, bc, higher_is_better=False)["outcome"] == "bc better"
-    # Differences [+0.1, -0.1, 0]: the interval straddles 0.
-    straddle = paired_gap(np.array([0.5, 0.3, 0.4]), np.array([0.4, 0.4, 0.4]), True)
-    assert straddle["outcome"] == "no detectable difference"
-    assert not straddle["excludes_zero"]
 
 
 def test_methods_set_the_focal_agent_and_its_model():

@@ -9,16 +9,23 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mopa.algos.pola.sampled import make_train
-from mopa.experiments.pola import (
-    CPU_SAMPLED,
-    SampledExperimentConfig,
-    _tiny,
+from mopa.algos.pola.sampled import (
+    Metrics,
+    SeedRun,
     chunk_length,
-    run_sampled,
+    env_steps,
+    make_train,
+    summarise_seeds,
     train_seeds,
 )
-from mopa.experiments.stages import Stages
+from mopa.core.stages import Stages
+from mopa.experiments.pola import (
+    CPU_SAMPLED,
+    PAPER_SAMPLED,
+    SampledExperimentConfig,
+    _tiny,
+    run_sampled,
+)
 
 
 @pytest.mark.parametrize(
@@ -30,6 +37,7 @@ def test_chunk_length_divides_the_run(num_updates, expected):
     assert chunk_length(num_updates) == expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     # POLA-OM covers POLA-DiCE's update and adds the opponent models
     ("env", "method"),
@@ -53,6 +61,7 @@ def test_vmapped_seeds_equal_single_runs(env, method):
     assert trained.cpu_s > 0 and trained.wall_s > 0
 
 
+@pytest.mark.slow
 def test_run_sampled_reports_every_seed_and_its_interval():
     # The Coin Game's LOLA-DiCE at the tiny sizes and three seeds: the programs
     # test_vmapped_seeds_equal_single_runs compiled (loaded, not compiled again).
@@ -92,6 +101,7 @@ def test_run_sampled_reports_every_seed_and_its_interval():
     )
 
 
+@pytest.mark.slow
 def test_a_rerun_reuses_the_methods_whose_config_did_not_change(tmp_path):
     # POLA-OM's three seeds are a program test_vmapped_seeds_equal_single_runs
     # compiled; LOLA-DiCE's, before and after its change, are new.
@@ -124,3 +134,37 @@ def test_a_rerun_reuses_the_methods_whose_config_did_not_change(tmp_path):
     stored = json.loads((tmp_path / "train_pola_om" / "stage.json").read_text())
     assert stored["config"]["key_offsets"] == [0, 1, 2]
     assert stored["config"]["seed"] == 0
+
+
+def test_a_runs_summary_by_hand():
+    """Three seeds, two updates: the last update's figures averaged over the two
+    agents, their mean and Student-t half-width over the seeds, the curves and
+    the environment steps."""
+    config = dataclasses.replace(
+        PAPER_SAMPLED["ipd"]["pola_dice"], n_update=2, outer_steps=3
+    )
+    last = np.array([[0.5, 1.5], [2.0, 2.0], [3.0, 3.0]])  # [S, 2] seed means 1, 2, 3
+    first = np.zeros((3, 2))
+    pair = np.stack([first, last], 1)  # [S, U, 2]
+    metrics = Metrics(
+        vs_each_other=pair,
+        vs_alld=-pair,
+        vs_allc=pair + 1.0,
+        vs_tft=pair,
+        own_coin=np.zeros((3, 2)),
+        model_accuracy=np.zeros((3, 2, 2)),
+    )
+    run = SeedRun(metrics, compile_s=1.0, wall_s=2.0, cpu_s=36.0)
+    entry = summarise_seeds(run, config)
+    # mean 2, s = 1: half-width t(0.975, 2) / sqrt(3) = 4.302653 / 1.732051
+    assert entry["vs_each_other"] == 2.0 and entry["vs_alld"] == -2.0
+    assert entry["vs_allc"] == 3.0
+    assert entry["ci95"]["vs_each_other"] == pytest.approx(2.484138, abs=1e-6)
+    assert entry["per_seed"]["vs_tft"] == [1.0, 2.0, 3.0]
+    assert entry["own_coin_proportion"] is None  # the IPD has no coins
+    assert entry["curves"]["outer_steps"] == [3, 6]
+    assert entry["curves"]["vs_each_other"] == [0.0, 2.0]
+    # 36 CPU seconds over 3 seeds x 2 updates x 3 outer steps
+    assert entry["cpu_s_per_outer_step_per_seed"] == 2.0
+    # per update 2 x 3 outer steps x (2 inner + 1) rollouts = 18, of 2000 x 50 steps
+    assert entry["env_steps_per_run"] == env_steps(config) == 18 * 2 * 2000 * 50

@@ -1,5 +1,6 @@
-"""``mopa verify``: the comparison rules, and the command end to end on a small
-real experiment (the exact IPD of ``pola-fig3``, quick profile)."""
+"""``mopa verify``: the comparison rules (:mod:`mopa.report.compare`), and the
+command end to end on a small real experiment (the exact IPD of ``pola-fig3``,
+quick profile)."""
 
 import json
 import math
@@ -8,7 +9,7 @@ import re
 import pytest
 
 from mopa.cli.main import main
-from mopa.experiments.verify import (
+from mopa.report.compare import (
     FLOAT_RTOL,
     TIMING_BAND,
     compare_benchmark,
@@ -125,6 +126,7 @@ def written(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_verify_passes_on_an_untouched_folder(written, capsys, tmp_path):
     before = {p.name: p.read_bytes() for p in written.iterdir() if p.is_file()}
     capsys.readouterr()
@@ -158,6 +160,7 @@ def test_verify_passes_on_an_untouched_folder(written, capsys, tmp_path):
     assert not (written / "verify.json").exists()
 
 
+@pytest.mark.slow
 def test_verify_fails_naming_a_number_edited_in_results(written, capsys, tmp_path):
     folder = tmp_path / "edited"
     folder.mkdir()
@@ -185,6 +188,7 @@ def test_verify_fails_naming_a_number_edited_in_results(written, capsys, tmp_pat
     assert line.endswith("DIFFERS")
 
 
+@pytest.mark.slow
 def test_verify_refuses_a_config_the_preset_no_longer_has(written, capsys, tmp_path):
     folder = tmp_path / "drifted"
     folder.mkdir()

@@ -37,24 +37,7 @@ def stage_result(folder, stage):
     return json.loads((folder / "stages" / stage / "stage.json").read_text())
 
 
-def test_wilson_interval_hand_values():
-    # 5/10: centre 0.5; half = 1.96 sqrt(0.025 + 1.96^2 / 400) / (1 + 1.96^2 / 10)
-    #     = 1.96 * 0.18601 / 1.38415 = 0.26340
-    low, high = wargame.wilson_interval(5, 10)
-    assert low == pytest.approx(0.23659, abs=1e-4)
-    assert high == pytest.approx(0.76341, abs=1e-4)
-    # 0/10: centre = (1.96^2 / 20) / 1.38415 = 0.13877 = half -> [0, 0.27755]
-    low, high = wargame.wilson_interval(0, 10)
-    assert low == 0.0
-    assert high == pytest.approx(0.27755, abs=1e-4)
-    # Newcombe (1998), method 10, example 56/70 - 48/80: 0.2 [0.0524, 0.3339]
-    drop = wargame.difference_interval(56, 70, 48, 80)
-    assert drop["diff"] == pytest.approx(0.2)
-    np.testing.assert_allclose(drop["ci95"], [0.0524, 0.3339], atol=1e-4)
-    with pytest.raises(InvalidParameterError):
-        wargame.wilson_interval(3, 2)
-
-
+@pytest.mark.slow
 def test_quick_profiles_write_their_files(runs):
     for name in NAMES:
         folder, results = runs[name]
@@ -79,6 +62,7 @@ def check_summary(summary, n):
         assert 0.0 <= low <= summary[f"{name}_rate"] <= high <= 1.0
 
 
+@pytest.mark.slow
 def test_ladder_report_has_every_level_beside_the_reference(runs):
     folder, results = runs["wargame_ladder"]
     config = get_preset("wargame_ladder", "quick")
@@ -98,6 +82,7 @@ def test_ladder_report_has_every_level_beside_the_reference(runs):
     )
 
 
+@pytest.mark.slow
 def test_ladder_ppo_starts_from_the_cloned_teacher(runs):
     folder, results = runs["wargame_ladder"]
     config = get_preset("wargame_ladder", "quick")
@@ -131,6 +116,7 @@ def test_ladder_clone_needs_the_terrain_features():
         wargame.WargameLadderConfig(training=plain, clone=wargame.CloneConfig())
 
 
+@pytest.mark.slow
 def test_ladder_evaluation_is_the_league_evaluation(runs):
     folder, results = runs["wargame_ladder"]
     config = get_preset("wargame_ladder", "quick")
@@ -146,6 +132,7 @@ def test_ladder_evaluation_is_the_league_evaluation(runs):
     )
 
 
+@pytest.mark.slow
 def test_heldout_scenarios_differ_from_the_training_ones(runs):
     _, results = runs["wargame_generalization"]
     train_set = results["scenarios"]["train"]
@@ -162,6 +149,7 @@ def test_heldout_scenarios_differ_from_the_training_ones(runs):
         dataclasses.replace(config, heldout_scenarios=config.train_scenarios[:1])
 
 
+@pytest.mark.slow
 def test_generalization_report_rows(runs):
     folder, results = runs["wargame_generalization"]
     config = get_preset("wargame_generalization", "quick")
@@ -180,6 +168,7 @@ def test_generalization_report_rows(runs):
     assert "| training scenarios | generalist |" in text
 
 
+@pytest.mark.slow
 def test_fine_tuning_starts_from_the_trained_weights(runs):
     folder, _ = runs["wargame_generalization"]
     generalist = stage_result(folder, "generalist")["result"]["checkpoint"]
@@ -213,6 +202,7 @@ def test_scenarios_that_change_the_game_structure_fail_loudly():
         train(config.replace(scenarios=(*config.scenarios, bad)))
 
 
+@pytest.mark.slow
 def test_terrain_report_and_drops(runs):
     folder, results = runs["wargame_terrain"]
     config = get_preset("wargame_terrain", "quick")

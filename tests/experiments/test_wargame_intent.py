@@ -15,33 +15,31 @@ from mopa.errors import InvalidParameterError
 from mopa.experiments import run_experiment
 from mopa.experiments.wargame_intent import (
     CONDITIONS,
-    FAMILY,
-    MOTION_FEATURES,
-    NUM_FEATURES,
     NUM_TYPES,
     PLANNERS,
     PROFILES,
     TRAINED,
     WargameIntentConfig,
-    belief_features,
-    choose_plan,
     classifier_config,
+)
+from mopa.opponent.battalion_belief import (
+    MOTION_FEATURES,
+    NUM_FEATURES,
+    belief_features,
     classifier_input,
-    classifier_logits_fn,
-    family_index,
-    paired_difference,
-    plan_verdict,
     prefix_examples,
-    probe_family,
-    sharpness_ranges,
-    soft_belief_game,
-    training_segments,
-    verdict,
-    wargame,
-    wilson_interval,
+    row_classifier_logits_fn,
 )
 from mopa.opponent.beliefs import init_prefix_belief, update_prefix_belief
 from mopa.opponent.encoders import init_params as init_classifier
+from mopa.planning.battalion_blue import (
+    FAMILY,
+    choose_plan,
+    family_game,
+    probe_family,
+    training_segments,
+)
+from mopa.report.wargame_report import plan_verdict, verdict
 
 QUICK = PROFILES["quick"]
 
@@ -53,6 +51,7 @@ def quick_run(tmp_path_factory):
     return out, results
 
 
+@pytest.mark.slow
 def test_quick_run_writes_its_files(quick_run):
     out, results = quick_run
     for name in (
@@ -77,6 +76,7 @@ def test_quick_run_writes_its_files(quick_run):
         assert (out / "stages" / "train" / f"{name}.msgpack").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_quick_results_schema_and_counts(quick_run):
     _, results = quick_run
     episodes = QUICK.num_seeds * QUICK.eval_episodes
@@ -143,38 +143,8 @@ def test_quick_results_schema_and_counts(quick_run):
     assert len(planning["belief"]["accuracy_by_step"]) == QUICK.belief_rows
 
 
-def test_soft_belief_game_observation_layout():
-    env, params = wargame()
-    game, game_params = soft_belief_game(0.3, 0.3)
-    reset, step = jax.jit(game.reset), jax.jit(game.step)
-    obs, state = reset(jax.random.key(4), game_params)
-    (inner,) = env.observe(state.game, params)
-    label = int(family_index(state.game.red_type))
-    expected = 0.3 * np.eye(NUM_TYPES)[label] + 0.7 / NUM_TYPES
-    assert obs[0].shape == (1, 17 + NUM_TYPES)
-    assert game.observation_space(0).shape == (17 + NUM_TYPES,)
-    np.testing.assert_allclose(obs[0][0, :17], inner[0], atol=1e-6)
-    np.testing.assert_allclose(obs[0][0, 17:], expected, atol=1e-6)
-    # The belief is kept for the episode; the critic reads the true type.
-    obs, state, *_ = step(jax.random.key(5), state, (jnp.zeros(1, int),), game_params)
-    np.testing.assert_allclose(obs[0][0, 17:], expected, atol=1e-6)
-    np.testing.assert_array_equal(
-        game.global_state(state, game_params)[-NUM_TYPES:], np.eye(NUM_TYPES)[label]
-    )
-    # The blind Blue's belief slot is the flat 1/K, whatever the type.
-    low, high = sharpness_ranges(QUICK)["blind"]
-    blind_params = game_params.replace(
-        alpha_low=jnp.asarray(low, jnp.float32), alpha_high=jnp.asarray(high)
-    )
-    for seed in range(3):
-        obs, state = reset(jax.random.key(seed), blind_params)
-        np.testing.assert_allclose(obs[0][0, 17:], 1.0 / NUM_TYPES, atol=1e-7)
-    with pytest.raises(InvalidParameterError, match="alpha_low/high"):
-        game.validate_params(game_params.replace(alpha_low=jnp.asarray(0.9)))
-
-
 def test_online_belief_reads_observations_never_the_type():
-    env, params = wargame()
+    env, params = family_game()
     _, state = env.reset(jax.random.key(7), params)
     (obs,) = env.observe(state, params)
     features = belief_features(obs[0], params)
@@ -188,7 +158,7 @@ def test_online_belief_reads_observations_never_the_type():
     )
     # Another hidden type, everything else equal: the same belief update.
     c_config = classifier_config(QUICK)
-    logits_fn = classifier_logits_fn(
+    logits_fn = row_classifier_logits_fn(
         c_config, init_classifier(c_config, jax.random.key(0))
     )
     beliefs = []
@@ -200,7 +170,7 @@ def test_online_belief_reads_observations_never_the_type():
             update_prefix_belief(start, belief_features(seen[0], params), logits_fn)
         )
     np.testing.assert_array_equal(beliefs[0].belief, beliefs[1].belief)
-    assert int(family_index(jnp.asarray(6))) == 0
+    assert int(env.true_intent(state.replace(red_type=jnp.asarray(6)))) == 0
 
 
 def test_prefix_examples_mask_rows_past_each_prefix():
@@ -243,23 +213,6 @@ def test_choose_plan_by_hand():
     assert int(choose_plan(table, jnp.asarray([0.0, 1.0, 0.0]))) == 1
     # 0.3 x 0.9 + 0.7 x 0.1 = 0.34 against 0.4, plan 1.
     assert int(choose_plan(table, jnp.asarray([0.3, 0.7, 0.0]))) == 1
-
-
-def test_wilson_interval_and_paired_difference_by_hand():
-    # 5 of 10, z = 1.959964 (the 97.5% normal quantile): centre 0.5; half-width
-    # z sqrt(0.025 + z^2 / 400) / (1 + z^2 / 10) = z x 0.1860206 / 1.3841459
-    # = 0.263407.
-    np.testing.assert_allclose(wilson_interval(5, 10), [0.236593, 0.763407], atol=1e-6)
-    lo, hi = wilson_interval(0, 20)
-    assert lo == 0.0 and 0.0 < hi < 0.2
-    with pytest.raises(InvalidParameterError):
-        wilson_interval(0, 0)
-    first = np.array([[1, 1, 0, -1]])
-    second = np.array([[1, 0, 0, 1]])
-    diff = paired_difference(first, second)  # wins 1,1,0,0 vs 1,0,0,1: 0,1,0,-1
-    assert diff["mean"] == 0.0 and diff["n_pairs"] == 4
-    half = 1.96 * np.std([0, 1, 0, -1], ddof=1) / 2
-    np.testing.assert_allclose(diff["ci95"], [-half, half])
 
 
 def test_config_names_the_bad_field():

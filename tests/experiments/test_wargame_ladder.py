@@ -12,10 +12,10 @@ from mopa.envs import make
 from mopa.envs.battalion_wrappers import (
     NUM_TERRAIN_FEATURES,
     TERRAIN_RADIUS,
+    cover_teacher_action,
     terrain_features,
 )
 from mopa.errors import InvalidParameterError
-from mopa.experiments.wargame import cover_teacher_action
 
 KEY = jax.random.key(0)
 

@@ -140,6 +140,7 @@ def league(tmp_path_factory):
     }
 
 
+@pytest.mark.slow
 def test_self_play_promotes_through_every_stage(league):
     result = league["result"]
     assert [p["to"] for p in result.promotions] == ["mid", "far"]
@@ -148,6 +149,7 @@ def test_self_play_promotes_through_every_stage(league):
     assert result.env_steps == 16 * 32 * 24
 
 
+@pytest.mark.slow
 def test_resume_loses_nothing(league):
     result, before = league["result"], league["before"]
     assert result.resumed_from_chunk == 3
@@ -170,6 +172,7 @@ def test_resume_loses_nothing(league):
     assert all(len(v) == 24 for v in result.metrics.values())
 
 
+@pytest.mark.slow
 def test_ratings_rise_above_the_scripted_anchors(league):
     with LeagueStore(league["root"]) as store:
         elo = EloRatings(store)
@@ -178,6 +181,7 @@ def test_ratings_rise_above_the_scripted_anchors(league):
             assert elo.rating(name) == ANCHORS[name]
 
 
+@pytest.mark.slow
 def test_metrics_log_and_reward_breakdown(league):
     rows = read_metrics(league["logger"].path)
     chunks = [r for r in rows if r["kind"] == "chunk"]
@@ -194,6 +198,7 @@ def test_metrics_log_and_reward_breakdown(league):
     assert len(league["breakdown"].history) == 3
 
 
+@pytest.mark.slow
 def test_pool_callback_records_every_member(league):
     row = league["vs_pool"].history[-1]
     assert row["pool_size"] == 4
@@ -203,6 +208,7 @@ def test_pool_callback_records_every_member(league):
         assert [e.games for e in OpponentPool(store, "sp").entries] == [8.0] * 4
 
 
+@pytest.mark.slow
 def test_manifest_rows(league):
     from mopa.league import CheckpointManifest
 
@@ -223,6 +229,7 @@ def test_manifest_rows(league):
         assert len(live) == 3
 
 
+@pytest.mark.slow
 def test_evaluate_outcomes_match_the_game_signals(league):
     final = league["result"].final_checkpoint
     policy = checkpoint_policy(final)
@@ -265,6 +272,7 @@ def idle_policy(final) -> LeaguePolicy:
     return trained._replace(params=params)
 
 
+@pytest.mark.slow
 def test_timeouts_are_draws_and_a_passive_side_loses(league):
     idle = idle_policy(league["result"].final_checkpoint)
     # L1 never moves or fires either: every episode reaches the step limit.
@@ -276,6 +284,7 @@ def test_timeouts_are_draws_and_a_passive_side_loses(league):
     assert against_l5.wins == 0 and against_l5.losses >= 6
 
 
+@pytest.mark.slow
 def test_best_response_exploits_a_fixed_policy(league, tmp_path):
     idle = idle_policy(league["result"].final_checkpoint)
     path = checkpoint.write_policy_checkpoint(

@@ -96,6 +96,7 @@ def test_the_belief_restarts_with_every_episode(game):
     assert final[0] > 0.99  # the finished episode had found member 0
 
 
+@pytest.mark.slow
 def test_a_team_learns_with_its_belief_in_its_observation(game):
     config = MAPPOConfig(
         env="tag",

@@ -11,19 +11,17 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from mopa.envs import make
 from mopa.envs.pursuit import PREDATOR, PREY
 from mopa.errors import InvalidParameterError
 from mopa.eval.evaluate import play_episodes
-from mopa.experiments.intent import intent_game
-from mopa.experiments.intent_players import (
-    FEEDS,
-    IntentPredator,
-    IntentPredatorParams,
-)
 from mopa.planning import (
+    FEEDS,
     FunctionOpponentModel,
     IntentConditionedModel,
     IntentModelParams,
+    IntentPredator,
+    IntentPredatorParams,
     LookaheadConfig,
     LookaheadParams,
     LookaheadPlayer,
@@ -82,7 +80,7 @@ def searched():
     """One jitted search on ``tag_intent`` (125 simulations over the 125 joint
     actions, all considered, a uniform prior, no Gumbel noise: each root action is
     visited once) and the matching joint lookahead (one step then ``L`` greedy)."""
-    env, env_params = intent_game()
+    env, env_params = make("tag_intent", predator_intent_obs=True)
     predator = spec("q", 3, env.predator_obs_size)
     prey = table_prey(env.num_intents)
     config = MCTSConfig(
@@ -192,7 +190,7 @@ def test_posterior_of_the_particles_is_bayes_on_the_imagined_moves(searched):
 
 @pytest.fixture(scope="module")
 def intent_setup():
-    env, env_params = intent_game()
+    env, env_params = make("tag_intent", predator_intent_obs=True)
     K = env.num_intents
     predator = spec("actor", env.num_predators, env.predator_obs_size)
     prey = spec("actor", 1, env.prey_obs_size)

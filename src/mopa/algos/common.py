@@ -109,7 +109,7 @@ def frozen_policy(source: str, env_name: str, team: TeamInfo) -> tuple[PolicySpe
             num_actions=team.num_actions,
         )
         return spec, {}
-    from mopa.core.checkpoint import read_policy_checkpoint
+    from mopa.policy import read_policy_checkpoint
 
     policy = read_policy_checkpoint(source, team=team.name)
     _check_fits(source, policy.env, policy.spec, env_name, team)
@@ -126,7 +126,7 @@ def frozen_pool(source: str, env_name: str, team: TeamInfo) -> tuple[PolicySpec,
             team, does not fit this game's team, or has another network than the
             first member's.
     """
-    from mopa.core.checkpoint import read_policy_file
+    from mopa.policy import read_policy_file
 
     paths = [p.strip() for p in source[len(POOL_PREFIX) :].split(",") if p.strip()]
     if not paths:

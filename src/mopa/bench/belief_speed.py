@@ -21,7 +21,7 @@ per step of a batch of ``B`` games, ``jit(vmap(update))``:
   actor (MAPPO's one layer of 128, :func:`~mopa.opponent.beliefs.
   policy_log_probs_fn`) (c);
 * ``intent_<source>``: a whole step of the Exp 6 predator player
-  (:class:`~mopa.experiments.intent_players.IntentPredator`, fed its belief):
+  (:class:`~mopa.planning.IntentPredator`, fed its belief):
   the belief update with that one source (``bayes`` also recovers the prey's
   last action by simulating the transition under each of its 5 actions), then
   the predators' actions.
@@ -43,7 +43,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from mopa.cli.bench_beliefs import BELIEFS, ENCODERS
+from mopa.bench import BELIEFS, ENCODERS
 
 EPISODE_STEPS = 25
 """Steps of the timed scan (one ``tag_intent`` episode)."""
@@ -155,10 +155,10 @@ def _belief_case(
 ) -> tuple[Callable, Any, Any, Any]:
     """``(step_fn, params, state [B], inputs [T, B])`` of one belief update;
     ``step_fn(params, state, input) -> state`` acts on one game."""
+    from mopa import planning
     from mopa.algos.presets import preset
     from mopa.envs import make
     from mopa.envs.pursuit import INTENT_CORNERS, PREDATOR, PREY
-    from mopa.experiments import intent_players
     from mopa.experiments.intent import IntentConfig
     from mopa.opponent import beliefs
     from mopa.opponent.encoders import init_params
@@ -193,14 +193,14 @@ def _belief_case(
             params = c_params
 
             def logits_fn_of(p):
-                return intent_players.classifier_logits_fn(
+                return planning.classifier_logits_fn(
                     configs["classifier"], p, grid, recent
                 )
         else:
             params = j_params
 
             def logits_fn_of(p):
-                return intent_players.jepa_logits_fn(
+                return planning.jepa_logits_fn(
                     configs["jepa"], p, grid, corners, recent
                 )
 
@@ -234,17 +234,17 @@ def _belief_case(
         num_actions=int(env.action_space(PREDATOR).n),
         hidden=policy_hidden,
     )
-    player = intent_players.IntentPredator(
+    player = planning.IntentPredator(
         env,
         predator_spec,
         sources=(source,),
         classifier=configs["classifier"],
         jepa=configs["jepa"],
-        prey_model=intent_players.PreyModel(prey_spec, greedy=True),
+        prey_model=planning.PreyModel(prey_spec, greedy=True),
         grid_size=grid,
         recent=recent,
     )
-    params = intent_players.IntentPredatorParams(
+    params = planning.IntentPredatorParams(
         env_params=env_params,
         policy_params=init_policy(predator_spec, keys[4]),
         classifier_params=c_params,
@@ -254,7 +254,7 @@ def _belief_case(
         bayes_params=prey_params,
         planner_params=(),
         source=jnp.int32(0),
-        feed=jnp.int32(intent_players.FEEDS.index("belief")),
+        feed=jnp.int32(planning.FEEDS.index("belief")),
     )
     obs, game = jax.vmap(env.reset, in_axes=(0, None))(
         jax.random.split(keys[5], batch), env_params

@@ -7,22 +7,11 @@ import argparse
 import math
 from pathlib import Path
 
+from mopa.bench import BELIEFS, ENCODERS
 from mopa.cli.records import write_benchmark
 from mopa.core.checks import check_count, check_counts
 from mopa.core.files import check_output_file
 from mopa.errors import InvalidParameterError, UnknownNameError
-
-ENCODERS = ("classifier", "vae", "jepa")
-"""Encoders whose training is timed."""
-BELIEFS = (
-    "classifier",
-    "jepa",
-    "bayes",
-    "intent_classifier",
-    "intent_jepa",
-    "intent_bayes",
-)
-"""Belief updates whose latency is timed."""
 
 
 def add_parser(kinds: argparse._SubParsersAction) -> None:

@@ -46,7 +46,7 @@ def check(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mopa.report.docs import stale_files, write_all
+    from mopa.report.site import stale_files, write_all
 
     if args.check_only:
         stale = stale_files(args.root)

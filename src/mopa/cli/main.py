@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     lemol.add_parser(commands)
     tournament.add_parser(commands)
     league.add_parser(commands)
-    verify.add_parser(commands)
+    verify.add_parser(commands, build_parser)
     docs.add_parser(commands)
     return parser
 

@@ -82,8 +82,8 @@ def _entry_name(run: str) -> str:
 
 
 def _read_checkpoints(runs: list[str]) -> dict[str, Any]:
-    """Every distinct non-random RUN's :class:`~mopa.core.checkpoint.PolicyFile`."""
-    from mopa.core.checkpoint import read_policy_file
+    """Every distinct non-random RUN's :class:`~mopa.policy.PolicyFile`."""
+    from mopa.policy import read_policy_file
 
     return {
         run: read_policy_file(_checkpoint_path(run))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,12 @@ from mopa.cli.records import add_record_flags, verify_record_path
 from mopa.errors import InvalidParameterError
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parser(
+    commands: argparse._SubParsersAction,
+    build_parser: Callable[[], argparse.ArgumentParser],
+) -> None:
+    """Register ``mopa verify``; ``build_parser`` builds the whole command line's
+    parser (a benchmark's recorded command is parsed with it)."""
     parser = commands.add_parser(
         "verify",
         help="rerun a result folder's experiment or a benchmark and compare every "
@@ -25,7 +31,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "For experiments integers and text must match exactly, floats to 1e-5 "
         "relative, and times are shown, not compared; for benchmarks what was "
         "measured must match exactly and every measurement within a factor 2.5 "
-        "(mopa.experiments.verify says why). Exits 0 only when every number "
+        "(mopa.report.compare says why). Exits 0 only when every number "
         "matches, 1 when one does not. The outcome is kept beside RESULT "
         "(verify.json in a result folder, NAME.verify.json beside a benchmark's "
         "rows) for the results pages (mopa docs render).",
@@ -50,7 +56,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     add_record_flags(
         parser, lambda args: None if args.no_record else verify_record_path(args.folder)
     )
-    parser.set_defaults(check=check, run=run)
+    parser.set_defaults(check=check, run=run, build_parser=build_parser)
 
 
 def check(args: argparse.Namespace) -> None:
@@ -66,7 +72,8 @@ def check(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     from mopa.core.numerics import numerics_mode
     from mopa.core.runinfo import git_state
-    from mopa.experiments.verify import recorded_benchmark, recorded_run
+    from mopa.experiments.verify import recorded_run
+    from mopa.report.compare import recorded_benchmark
 
     recorded = (recorded_benchmark if args.folder.is_file() else recorded_run)(
         args.folder
@@ -113,11 +120,10 @@ def _verify_experiment(args: argparse.Namespace) -> int:
 def _verify_benchmark(args: argparse.Namespace) -> int:
     import time
 
-    from mopa.cli.main import build_parser
-    from mopa.experiments.verify import compare_benchmark, recorded_benchmark
+    from mopa.report.compare import compare_benchmark, recorded_benchmark
 
     recorded = recorded_benchmark(args.folder)
-    rerun_args = build_parser().parse_args(recorded.argv)
+    rerun_args = args.build_parser().parse_args(recorded.argv)
     print(f"verify {args.folder}: {recorded.command} (written at {recorded.git_sha})")
     with tempfile.TemporaryDirectory(prefix="mopa-verify-") as temporary:
         scratch = Path(temporary) if args.scratch is None else args.scratch
@@ -157,7 +163,7 @@ def _print_report(recorded, comparisons, wall_s: float, args) -> int:
     beside what was checked (unless ``--no-record``); returns the exit code."""
     from mopa.core.files import write_json
     from mopa.core.runinfo import git_sha
-    from mopa.experiments.verify import (
+    from mopa.report.compare import (
         NOT_COMPARED,
         same_machine_notes,
         verify_record,

@@ -5,7 +5,8 @@ msgpack maps of strings, numbers and arrays, so loading one never executes code:
 
 * a *policy checkpoint* holds, for every learning team, the spec that rebuilds its
   network and its parameters (a leading seed axis), plus the run's config, package
-  versions and git SHA; :func:`mopa.load_policy` reads it without training code;
+  versions and git SHA; :func:`mopa.policy.read_policy_file` reads it back
+  without training code;
 * a *train state* holds every leaf of a trainer's carry (parameters, optimiser
   state, replay buffer, environment states, random keys) and the number of
   finished chunks, so a killed run resumes exactly where it stopped.
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -23,7 +24,7 @@ import numpy as np
 from flax import serialization
 
 from mopa.core.files import atomic_write
-from mopa.errors import CheckpointError, InvalidParameterError
+from mopa.errors import CheckpointError
 
 POLICY_FORMAT = "mopa-policy"
 STATE_FORMAT = "mopa-train-state"
@@ -116,72 +117,6 @@ def write_policy_checkpoint(
         },
     }
     return write_msgpack(path, data)
-
-
-class PolicyFile(NamedTuple):
-    """A policy checkpoint as read: every learning team's spec and parameters."""
-
-    algo: str
-    env: str
-    env_overrides: dict[str, Any]
-    teams: dict[str, tuple[Any, Any]]
-    """``{team name: (PolicySpec, params with a leading seed axis [S, ...])}``."""
-    num_seeds: int
-
-
-def read_policy_file(path: str | Path) -> PolicyFile:
-    """Read a policy checkpoint (or the one in a run folder) whole.
-
-    Raises:
-        CheckpointError: the file is missing, corrupt, not a policy checkpoint, or
-            holds no team policies.
-    """
-    from mopa.policy import PolicySpec
-
-    path = Path(path)
-    if path.is_dir():
-        path = path / POLICY_FILE
-    data = read_msgpack(path, POLICY_FORMAT)
-    entries = data.get("teams") or {}
-    if not entries:
-        raise CheckpointError(f"{path} holds no team policies")
-    teams = {}
-    try:
-        overrides = json.loads(data["env_overrides"])
-        for name, entry in entries.items():
-            spec = PolicySpec.from_dict(json.loads(entry["spec"]))
-            teams[name] = (spec, jax.tree.map(jnp.asarray, entry["params"]))
-        algo, env = str(data["algo"]), str(data["env"])
-    except (KeyError, TypeError, ValueError) as error:
-        raise CheckpointError(f"{path}: damaged policy entry ({error})") from None
-    leaves = jax.tree.leaves(next(iter(teams.values()))[1])
-    num_seeds = int(leaves[0].shape[0]) if leaves else 1
-    return PolicyFile(algo, env, overrides, teams, num_seeds)
-
-
-def read_policy_checkpoint(path: str | Path, team: str | None = None, seed: int = 0):
-    """Load one team's :class:`~mopa.policy.Policy` (see :func:`mopa.load_policy`)."""
-    from mopa.policy import Policy
-
-    policy_file = read_policy_file(path)
-    name = next(iter(policy_file.teams)) if team is None else team
-    if name not in policy_file.teams:
-        raise InvalidParameterError(
-            f"team {name!r} is not in {path}; it holds {sorted(policy_file.teams)}"
-        )
-    if not 0 <= seed < policy_file.num_seeds:
-        raise InvalidParameterError(
-            f"seed must be in [0, {policy_file.num_seeds - 1}] for {path}, got {seed}"
-        )
-    spec, stacked = policy_file.teams[name]
-    params = jax.tree.map(lambda x: x[seed], stacked)
-    return Policy(
-        spec=spec,
-        params=params,
-        team=name,
-        env=policy_file.env,
-        algo=policy_file.algo,
-    )
 
 
 # -- resumable train state ------------------------------------------------------------

@@ -256,6 +256,18 @@ def check_fields(config: Any) -> None:
             object.__setattr__(config, name, checked)
 
 
+def check_keys(name: str, values: Any, allowed: Any) -> None:
+    """Raise unless ``values`` is a non-empty sequence of distinct keys of
+    ``allowed``."""
+    unknown = [v for v in values if v not in allowed]
+    if unknown or not values:
+        raise InvalidParameterError(
+            f"{name} must be keys of {sorted(allowed)}, got {list(values)}"
+        )
+    if len(set(values)) != len(values):
+        raise InvalidParameterError(f"{name} must not repeat")
+
+
 def check_positive(config: Any, *names: str) -> None:
     """Raise naming the first of ``names`` whose value is not > 0."""
     for name in names:

@@ -3,7 +3,7 @@ blue generation after generation, blue re-models red without labels and acts
 through its belief (see :mod:`mopa.cotrain.loop`)::
 
     from mopa.cotrain import CotrainConfig, run_cotrain
-    from mopa.experiments.stages import Stages
+    from mopa.core.stages import Stages
 
     results = run_cotrain(CotrainConfig(generations=5), print, Stages("runs/ct"))
 

@@ -43,7 +43,7 @@ beside it (``planner`` in each generation's results).
    game's league rule, :func:`mopa.league.arena.outcome_rule`), Elo in the order
    played and Bradley-Terry ratings of every blue and red checkpoint.
 
-Every step is a stage (:mod:`mopa.experiments.stages`): a killed run, started
+Every step is a stage (:mod:`mopa.core.stages`): a killed run, started
 again, reuses the finished stages and redoes the interrupted one from its start,
 so it ends with the same results. Every policy is a checkpoint file in its stage's
 folder (``*.policy``, msgpack, never pickle); the style models are msgpack files.
@@ -61,7 +61,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -73,11 +73,11 @@ from mopa.algos.mappo.train import actor_spec
 from mopa.core.checkpoint import (
     FORMAT_VERSION,
     read_msgpack,
-    read_policy_file,
     write_msgpack,
     write_policy_checkpoint,
 )
 from mopa.core.checks import check_fields
+from mopa.core.stages import Stages, file_fingerprint
 from mopa.cotrain.scripted import (
     SCRIPTED,
     check_scripted_game,
@@ -107,10 +107,7 @@ from mopa.planning import (
 )
 from mopa.planning.observed_belief import ObservedBeliefPlanner
 from mopa.players import PolicyPlayer
-from mopa.policy import PolicySpec, agent_inputs, fit_actor
-
-if TYPE_CHECKING:  # the experiments package registers mopa cotrain, which imports us
-    from mopa.experiments.stages import Stages
+from mopa.policy import PolicySpec, agent_inputs, fit_actor, read_policy_file
 
 BLUES = ("blind", "remodel", "fit_once", "plan")
 """The blue kinds: no model, a model re-fitted every generation, a model fitted at
@@ -432,8 +429,6 @@ class _JobOutcome(NamedTuple):
 
 def _run_job(job: _Job) -> _JobOutcome:
     """A job, in this process or a worker: its stages under ``job.root``."""
-    from mopa.experiments.stages import Stages  # see _fingerprint
-
     config = job.config
     stages = Stages(job.root, progress=job.stage_progress)
     if job.kind == "family":
@@ -1230,7 +1225,4 @@ def _plain(value: Any) -> Any:
 def _fingerprint(path: str | Path | None) -> str | None:
     """The SHA-256 of a file an earlier stage wrote (its content only, so that a
     league folder moved elsewhere reuses its stages), ``None`` for no file."""
-    from mopa.experiments.stages import file_fingerprint  # imported on use: the
-    # experiments package imports this module
-
     return None if path is None else file_fingerprint(path)["sha256"]

@@ -10,16 +10,12 @@ Examples:
 
 from mopa.envs.base import Env, StepOutput, TeamArrays
 from mopa.envs.battalion import VARIANTS as BATTALION_VARIANTS
-from mopa.envs.battalion import (
-    BattalionEnv,
-    BattalionParams,
-    BattalionState,
-    make_battalion,
-)
+from mopa.envs.battalion import BattalionEnv, BattalionParams, BattalionState
 from mopa.envs.battalion_wrappers import (
     SCRIPTED_VARIANTS,
     DiscreteActions,
     ScriptedRed,
+    make_battalion,
     make_battalion_vs_red,
 )
 from mopa.envs.coin_game import VARIANTS as COIN_GAME_VARIANTS

@@ -21,7 +21,7 @@ returned by the final step is the true final observation: ``step`` never resets;
 from __future__ import annotations
 
 import abc
-from typing import Any
+from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -167,6 +167,75 @@ class Env(abc.ABC):
                 )
             checked.append(jnp.asarray(act))
         return tuple(checked)
+
+
+class IntentGame(Protocol):
+    """A game that names its opponent's private fields: one team (the observer)
+    may keep a belief over the hidden intent of another (the opponent), ``K``
+    strategies drawn per episode, and a player that does
+    (:class:`~mopa.planning.IntentPredator`,
+    :class:`~mopa.planning.PopulationPredator`) reads the game only through these
+    members. A game provides the ones the player's parts use:
+
+    * always: ``num_intents``, ``belief_team`` and ``observes_belief`` (the
+      observer's observation ends with ``K`` belief entries, which the player
+      overwrites with what it feeds its policy);
+    * the true-intent feed: :meth:`true_intent`; a planner: :meth:`with_belief`;
+    * beliefs read from the opponent's path (a prefix classifier, an arrival
+      readout): :meth:`opponent_position`, and :meth:`intent_targets` for a
+      readout;
+    * Bayes from the opponent's moves: ``opponent_team``,
+      :meth:`transition_memory`, :meth:`previous_state` and
+      :meth:`opponent_move`.
+
+    The pursuit game with a hidden intent (``tag_intent``,
+    :class:`~mopa.envs.pursuit.PursuitEnv`) provides them all; the battalion
+    against its scripted strategy family under
+    :class:`~mopa.opponent.belief_game.SoftBeliefGame` those of a policy reading a
+    belief from Red's path.
+    """
+
+    num_intents: int
+    """``K``: the opponent's hidden strategies."""
+    belief_team: int
+    """The team that keeps a belief (the observer)."""
+    opponent_team: int
+    """The team whose intent is hidden (a team of the game's, for Bayes)."""
+    observes_belief: bool
+    """The observer's observation ends with a ``[K]`` belief."""
+
+    def true_intent(self, state: Any) -> jax.Array:
+        """``[]`` int32: the opponent's intent this episode (never observed)."""
+        ...
+
+    def with_belief(self, state: Any, belief: jax.Array) -> Any:
+        """``state`` with the observer observing ``belief`` ``[K]`` (the state a
+        planner imagines from)."""
+        ...
+
+    def opponent_position(self, state: Any, params: Any) -> jax.Array:
+        """``[2]`` where the opponent is, in the arena's ``[-1, 1]`` units, as a
+        belief over its intent reads its path."""
+        ...
+
+    def intent_targets(self, params: Any) -> jax.Array:
+        """``[K, 2]`` where each intent leads the opponent (same units)."""
+        ...
+
+    def transition_memory(self, state: Any) -> Any:
+        """What of ``state`` a player keeps for one step to rebuild it."""
+        ...
+
+    def previous_state(self, state: Any, memory: Any) -> Any:
+        """The state before ``state``, rebuilt from the ``memory`` kept then."""
+        ...
+
+    def opponent_move(
+        self, params: Any, previous: Any, actions: jax.Array, state: Any
+    ) -> jax.Array:
+        """``[]`` int32: the opponent's move of the transition ``previous ->
+        state``, given the observer's ``actions`` ``[A]`` in it."""
+        ...
 
 
 def info_spec(env: Env, params: Any) -> dict[str, jax.ShapeDtypeStruct]:

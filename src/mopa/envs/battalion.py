@@ -858,24 +858,48 @@ def build_battalion(
     return env, params
 
 
-def make_battalion(name: str, **overrides: Any) -> tuple[BattalionEnv, BattalionParams]:
-    """Build the registered two-team battalion game ``name`` with ``overrides``.
+def procedural_scenario(seed: int) -> dict[str, float]:
+    """The game parameters of procedural scenario ``seed`` (a generator seeded
+    with it draws every number; the values rounded to 4 digits).
 
-    Overrides may name :class:`BattalionEnv` structure fields (``num_blue``,
-    ``num_red``, ``local_obs``, ``terrain_size``, ``num_hills``, ``num_forests``,
-    ``los_samples``) or :class:`BattalionParams` fields, and ``discrete`` (both
-    teams play the 18 discrete actions of
-    :class:`~mopa.envs.battalion_wrappers.DiscreteActions`; default False).
-
-    Returns:
-        ``(env, params)``; ``env.default_params`` equals ``params``.
+    Blue starts in an x band 0.05 wide within ``[0.05, 0.40]`` of the map, Red in
+    one within ``[0.60, 0.95]``, both in a y band 0.2 wide within ``[0.1, 0.9]``,
+    facing east / west within ``facing_spread`` (up to 90 degrees); hills and
+    forests are 0.03-0.30 map units wide, forests' peak cover 0.2-1.0 and the
+    highest ground slows to 30-100% speed.
     """
-    discrete = overrides.pop("discrete", False)
-    if not isinstance(discrete, bool):
-        raise InvalidParameterError(f"{name}: discrete must be bool, got {discrete!r}")
-    env, params = build_battalion(name, name, overrides)
-    if discrete:
-        from mopa.envs.battalion_wrappers import DiscreteActions  # imports us
+    rng = np.random.default_rng(seed)
+    blue, red, y = (
+        rng.uniform(0.05, 0.35),
+        rng.uniform(0.60, 0.90),
+        rng.uniform(0.1, 0.7),
+    )
+    hill, forest = rng.uniform(0.03, 0.15, 2)
+    hill_width, forest_width = rng.uniform(0.02, 0.15, 2)
+    values = {
+        "blue_x_low": blue,
+        "blue_x_high": blue + 0.05,
+        "red_x_low": red,
+        "red_x_high": red + 0.05,
+        "y_low": y,
+        "y_high": y + 0.2,
+        "facing_spread": rng.uniform(0.0, np.pi / 2),
+        "hill_sigma_low": hill,
+        "hill_sigma_high": hill + hill_width,
+        "forest_sigma_low": forest,
+        "forest_sigma_high": forest + forest_width,
+        "forest_cover": rng.uniform(0.2, 1.0),
+        "hill_speed_factor": rng.uniform(0.3, 1.0),
+    }
+    return {k: round(float(v), 4) for k, v in values.items()}
 
-        return DiscreteActions(env), params
-    return env, params
+
+def game_defaults() -> dict[str, Any]:
+    """Default value of every structure and parameter field of the battalion
+    game that has a plain default."""
+    return {
+        field.name: field.default
+        for cls in (BattalionEnv, BattalionParams)
+        for field in dataclasses.fields(cls)
+        if field.default is not dataclasses.MISSING and field.name != "name"
+    }

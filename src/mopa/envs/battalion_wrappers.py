@@ -1,6 +1,6 @@
-"""Single-team views of the battalion games: a scripted Red embedded in the game
-(``battalion_vs_red``, ``multi_battalion_vs_red``) and discrete actions for the
-Q-learning algorithms.
+"""Views of the battalion games and their makers: discrete actions for the
+Q-learning algorithms (``discrete=True``, :func:`make_battalion`) and a scripted
+Red embedded in the game (``battalion_vs_red``, ``multi_battalion_vs_red``).
 
 Design: the battalion games keep both teams playable (self-play, league play),
 and a scripted opponent is a pure function of the state
@@ -170,6 +170,39 @@ class ScriptedRed(Wrapper):
 
     def observe(self, state: BattalionState, params: BattalionParams) -> TeamArrays:
         return (self.env.observe(state, params)[BLUE],)
+
+    # -- Red's strategy, as a Blue that models it reads it
+    # (mopa.envs.base.IntentGame) ---------------------------------------------
+    belief_team = BLUE
+    """Blue may keep a belief over Red's type (Red is no team of this game)."""
+    observes_belief = False
+    """Blue's observation holds no belief (:class:`~mopa.opponent.
+    soft_belief_game.SoftBeliefGame` adds one)."""
+
+    @property
+    def num_intents(self) -> int:
+        """``K``: the Red types this game draws among."""
+        return len(self.red_types)
+
+    def true_intent(self, state: BattalionState) -> jax.Array:
+        """``[]`` int32: the index of this episode's Red type in ``red_types``."""
+        index = np.full(len(RED_TYPES), -1, np.int32)
+        for i, name in enumerate(self.red_types):
+            index[RED_TYPE_INDEX[name]] = i
+        return jnp.asarray(index)[state.red_type]
+
+    def opponent_position(
+        self, state: BattalionState, params: BattalionParams
+    ) -> jax.Array:
+        """``[2]`` the first Red unit's position on the map, scaled to ``[-1,
+        1]``."""
+        red = self.env.num_blue
+        return jnp.stack(
+            [
+                2.0 * state.x[red] / params.map_width - 1.0,
+                2.0 * state.y[red] / params.map_height - 1.0,
+            ]
+        )
 
     def __hash__(self) -> int:
         return hash((type(self), self.env, self.red_types))
@@ -350,6 +383,27 @@ class TerrainFeatures(Wrapper):
         return self._features(self.env.observe(state, params), state, params)
 
 
+def make_battalion(name: str, **overrides: Any) -> tuple[BattalionEnv, BattalionParams]:
+    """Build the registered two-team battalion game ``name`` with ``overrides``.
+
+    Overrides may name :class:`BattalionEnv` structure fields (``num_blue``,
+    ``num_red``, ``local_obs``, ``terrain_size``, ``num_hills``, ``num_forests``,
+    ``los_samples``) or :class:`BattalionParams` fields, and ``discrete`` (both
+    teams play the 18 discrete actions of
+    :class:`DiscreteActions`; default False).
+
+    Returns:
+        ``(env, params)``; ``env.default_params`` equals ``params``.
+    """
+    discrete = overrides.pop("discrete", False)
+    if not isinstance(discrete, bool):
+        raise InvalidParameterError(f"{name}: discrete must be bool, got {discrete!r}")
+    env, params = build_battalion(name, name, overrides)
+    if discrete:
+        return DiscreteActions(env), params
+    return env, params
+
+
 SCRIPTED_VARIANTS = {
     "battalion_vs_red": "battalion",
     "multi_battalion_vs_red": "multi_battalion",
@@ -393,3 +447,49 @@ def make_battalion_vs_red(name: str, **overrides: Any) -> tuple[Env, BattalionPa
     if discrete:
         env = DiscreteActions(env)
     return env, params
+
+
+def cover_teacher_action(
+    obs: jax.Array, params: Any, hold_until: float, close_range: float
+) -> jax.Array:
+    """The discrete action (a row of
+    :data:`~mopa.envs.battalion_wrappers.BATTALION_ACTIONS`) of a scripted Blue
+    that fights from cover, from its own observation alone.
+
+    While Red is out of range (more than ``fire_range`` + 5 m away) and the
+    episode is younger than ``hold_until``, it heads for the cell with the most
+    cover within :data:`~mopa.envs.battalion_wrappers.TERRAIN_RADIUS` (read from
+    the observation's terrain features); there, or once Red is in range, it turns
+    to face Red and holds; from ``hold_until`` on, a Red still out of range is
+    closed on to ``close_range`` metres. It fires whenever Red is inside its arc,
+    and moves only towards goals within 90 degrees of its heading.
+
+    Args:
+        obs: ``[17 + NUM_TERRAIN_FEATURES]`` Blue's observation with
+            ``terrain_obs``.
+        params: the game's parameters.
+        hold_until: episode fraction after which a distant Red is closed on.
+        close_range: distance to close to, metres.
+
+    Returns:
+        ``[]`` int32 action.
+    """
+    base = obs.shape[-1] - NUM_TERRAIN_FEATURES
+
+    def off_heading(x, y):  # angle of world direction (x, y) off Blue's heading
+        return jnp.arctan2(obs[2] * y - obs[3] * x, obs[2] * x + obs[3] * y)
+
+    diagonal = jnp.sqrt(params.map_width**2 + params.map_height**2)
+    dist = obs[6] * diagonal
+    to_red = off_heading(obs[7], obs[8])
+    goal_x, goal_y = obs[base] * TERRAIN_RADIUS, obs[base + 1] * TERRAIN_RADIUS
+    to_goal = off_heading(goal_x, goal_y)
+    out_of_range = dist > params.fire_range + 5.0
+    early = obs[11] < hold_until
+    seek = out_of_range & early & (jnp.sqrt(goal_x**2 + goal_y**2) > 15.0)
+    close = ~early & (dist > close_range)
+    delta = jnp.where(seek, to_goal, to_red)
+    rotate = jnp.where(delta > 0.05, 1, jnp.where(delta < -0.05, -1, 0))
+    move = jnp.where(seek | close, (jnp.abs(delta) < jnp.pi / 2).astype(jnp.int32), 0)
+    fire = (jnp.abs(to_red) < params.fire_arc).astype(jnp.int32)
+    return ((move + 1) * 6 + (rotate + 1) * 2 + fire).astype(jnp.int32)

@@ -568,6 +568,55 @@ class PursuitEnv(Env):
             [obs, unit[nearest], distance[nearest][None], pressure, edges.reshape(-1)]
         )
 
+    # -- the hidden intent, as a player modelling the prey reads it
+    # (mopa.envs.base.IntentGame) ---------------------------------------------
+    belief_team = PREDATOR
+    """The predators may keep a belief over the prey's intent."""
+    opponent_team = PREY
+
+    @property
+    def observes_belief(self) -> bool:
+        """The predators' observation ends with the belief (``predator_intent_obs``)."""
+        return self.predator_intent_obs
+
+    def true_intent(self, state: PursuitState) -> jax.Array:
+        """``[]`` the prey's corner."""
+        return state.intent
+
+    def with_belief(self, state: PursuitState, belief: jax.Array) -> PursuitState:
+        """``state`` with the predators observing ``belief`` ``[K]``."""
+        return state.replace(belief=belief)
+
+    def opponent_position(self, state: PursuitState, params: PursuitParams):
+        """``[2]`` the (first) prey's :func:`lead_position`."""
+        return lead_position(state, params, self.num_predators)
+
+    def intent_targets(self, params: PursuitParams) -> jax.Array:
+        """``[K, 2]`` the intent corners."""
+        return jnp.asarray(INTENT_CORNERS) * params.intent_corner
+
+    def transition_memory(self, state: PursuitState) -> tuple[jax.Array, jax.Array]:
+        """``(pos [N, 2], vel [N, 2])``: all a transition changes that a step
+        reads back (the rest of the state is the same one step earlier)."""
+        return state.pos, state.vel
+
+    def previous_state(
+        self, state: PursuitState, memory: tuple[jax.Array, jax.Array]
+    ) -> PursuitState:
+        pos, vel = memory
+        return state.replace(pos=pos, vel=vel, step=jnp.maximum(state.step - 1, 0))
+
+    def opponent_move(
+        self,
+        params: PursuitParams,
+        previous: PursuitState,
+        actions: jax.Array,
+        state: PursuitState,
+    ) -> jax.Array:
+        """The (first) prey's move, :func:`infer_prey_action`."""
+        P = self.num_predators
+        return infer_prey_action(self, params, previous, actions, state.vel[P])
+
     def global_state(self, state: PursuitState, params: PursuitParams) -> jax.Array:
         """``[global_state_size]`` vector for centralised critics: every agent's
         position and velocity, obstacles, resources with flags and the elapsed
@@ -581,6 +630,41 @@ class PursuitEnv(Env):
             (state.step / params.max_steps)[None].astype(jnp.float32),
         ]
         return jnp.concatenate(parts)
+
+
+def lead_position(state: Any, env_params: Any, index: int) -> jax.Array:
+    """``[2]`` where agent ``index`` will be at the next step, already fixed by the
+    state: MPE's step moves a body with its current velocity (the action changes
+    only the new velocity), so a move shows in the velocity a step before it shows
+    in the position. The prefix beliefs read these positions, which puts them on
+    the same footing as the Bayes belief (it reads the move from the velocity)."""
+    return state.pos[index] + env_params.dt * state.vel[index]
+
+
+def infer_prey_action(
+    env: PursuitEnv,
+    env_params: Any,
+    previous: Any,
+    predator_actions: jax.Array,
+    prey_vel: jax.Array,
+) -> jax.Array:
+    """The prey action ``[]`` that best explains the transition: the one whose
+    simulated step from ``previous`` (with the predators' ``[A]`` actions) gives
+    the prey the velocity nearest ``prey_vel`` ``[2]``. (MPE's step moves a body
+    with its old velocity and applies the action's force to the new one, so the
+    action shows in the velocity, not yet in the position.) The step is
+    deterministic, so this recovers the action exactly unless two actions give the
+    same velocity (only when contact or the speed limit cancels the force)."""
+    P = env.num_predators
+    key = jax.random.key(0)
+
+    def velocity(action):
+        actions = (predator_actions.astype(jnp.int32), action[None])
+        _, after, *_ = env.step(key, previous, actions, env_params)
+        return after.vel[P]
+
+    candidates = jax.vmap(velocity)(jnp.arange(NUM_ACTIONS, dtype=jnp.int32))
+    return jnp.argmin(jnp.sum((candidates - prey_vel) ** 2, -1)).astype(jnp.int32)
 
 
 def per_agent(values: tuple[Any, ...], sizes: tuple[int, ...]) -> jax.Array:

@@ -6,6 +6,7 @@ from mopa.eval.evaluate import (
     evaluate,
     play_episode,
     play_episodes,
+    record_episode,
 )
 from mopa.eval.tournament import (
     TournamentEntry,
@@ -24,4 +25,5 @@ __all__ = [
     "play_episode",
     "play_episodes",
     "play_tournament",
+    "record_episode",
 ]

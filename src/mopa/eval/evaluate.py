@@ -1,7 +1,8 @@
 """Play players against each other and measure them.
 
 :func:`play_episode` plays one episode of one player per team (a ``lax.scan`` over
-steps) and returns its totals; :func:`play_episodes` is its jitted ``vmap`` over
+steps) and returns its totals (:func:`record_episode` keeps every state and the
+first team's carry instead); :func:`play_episodes` is its jitted ``vmap`` over
 episode keys, and the tournament (:mod:`mopa.eval.tournament`) ``vmap``-s it over
 more axes. :func:`evaluate` wraps trained policies as players and reports, per team,
 the mean episode return (averaged over the team's agents) with a 95% confidence
@@ -113,6 +114,47 @@ def play_episode(
         step, init, jax.random.split(key_run, horizon)
     )
     return EpisodeTotals(jnp.stack([r.mean() for r in returns]), sums)
+
+
+def record_episode(
+    env: Env,
+    params: Any,
+    players: tuple[Player, ...],
+    player_params: tuple[Any, ...],
+    key: jax.Array,
+    horizon: int,
+) -> tuple[Any, jax.Array]:
+    """One episode of ``players`` (as :func:`play_episode` plays it, with no end:
+    ``horizon`` steps), recorded: its states ``[T]`` (the state each action was
+    taken in) and the first team's carry ``[T, A, H]`` after acting in it (a
+    player that keeps a belief holds there the belief its action used).
+
+    Returns:
+        ``(states with leaves [T, ...], carries [T, A, H])``.
+    """
+
+    @jax.jit
+    def play(player_params, key):
+        key_reset, key_run = jax.random.split(key)
+        obs, state = env.reset(key_reset, params)
+        carries = tuple(initial_player_carry(p) for p in players)
+
+        def step(carry, key):
+            obs, state, carries, first = carry
+            key_env, actions, carries = act_all(
+                players, player_params, key, state, obs, carries, first
+            )
+            obs_next, state_next, *_ = env.step(key_env, state, actions, params)
+            record = (state, carries[0])
+            return (obs_next, state_next, carries, jnp.zeros((), bool)), record
+
+        init = (obs, state, carries, jnp.ones((), bool))
+        _, (states, carry0) = jax.lax.scan(
+            step, init, jax.random.split(key_run, horizon)
+        )
+        return states, carry0
+
+    return play(player_params, key)
 
 
 def check_games_fit(env: Env, params: Any, num_games: int, name: str) -> None:

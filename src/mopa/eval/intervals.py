@@ -1,6 +1,7 @@
-"""95% intervals of a mean: the one helper every experiment's table uses.
+"""95% intervals of a mean and of a proportion: the helpers every experiment's
+table uses.
 
-Two methods, for the two kinds of sample mopa's experiments average:
+Two methods for a mean, for the two kinds of sample mopa's experiments average:
 
 * ``"normal"``: ``mean +- 1.96 s / sqrt(n)``, for many independent episodes (a
   tournament cell, a condition's captures). With ``n`` in the tens or more the
@@ -10,10 +11,18 @@ Two methods, for the two kinds of sample mopa's experiments average:
 
 ``s`` is the sample standard deviation (``ddof=1``). A single value has no spread
 to measure: its half-width is 0.
+
+:func:`bootstrap_mean`: the percentile interval of a mean, episodes resampled
+within groups (the training seed), for figures whose spread is not normal.
+
+A proportion of wins among ``n`` episodes takes the Wilson score interval
+(:func:`wilson_interval`), which stays inside ``[0, 1]``; two independent ones
+differ with Newcombe's hybrid interval (:func:`proportion_difference`).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -71,3 +80,53 @@ def difference_interval(a: Any, b: Any) -> dict[str, Any]:
     mean = float(a.mean() - b.mean())
     half = float(np.hypot(half_width(a), half_width(b)))
     return {"mean": mean, "ci95": [mean - half, mean + half]}
+
+
+def wilson_interval(successes: int, n: int) -> tuple[float, float]:
+    """95% Wilson score interval of a binomial proportion (Wilson 1927; SciPy's
+    ``binomtest(...).proportion_ci(method="wilson")``): it stays inside ``[0, 1]``
+    and is not degenerate at 0 or ``n`` successes.
+
+    Raises:
+        InvalidParameterError: ``n < 1`` or ``successes`` outside ``[0, n]``.
+    """
+    if n < 1 or not 0 <= successes <= n:
+        raise InvalidParameterError(
+            f"need 0 <= successes <= n, n >= 1: {successes}/{n}"
+        )
+    from scipy.stats import binomtest  # imported on first use: it is slow to import
+
+    interval = binomtest(successes, n).proportion_ci(0.95, method="wilson")
+    return float(interval.low), float(interval.high)
+
+
+def proportion_difference(k1: int, n1: int, k2: int, n2: int) -> dict[str, Any]:
+    """Difference of two independent proportions ``k1/n1 - k2/n2`` with
+    Newcombe's 95% hybrid score interval (Newcombe 1998, method 10), built from
+    the two Wilson intervals.
+
+    Returns:
+        ``{"diff", "ci95": [lo, hi]}``.
+    """
+    p1, p2 = k1 / n1, k2 / n2
+    l1, u1 = wilson_interval(k1, n1)
+    l2, u2 = wilson_interval(k2, n2)
+    diff = p1 - p2
+    low = diff - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
+    high = diff + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+    return {"diff": diff, "ci95": [low, high]}
+
+
+def bootstrap_mean(
+    values: np.ndarray, groups: np.ndarray, num_resamples: int, seed: int
+) -> list[float]:
+    """95% percentile interval of the mean of ``values [N, S]`` (rows are
+    episodes), resampling rows with replacement within each group of ``groups
+    [N]`` (the training seed)."""
+    rng = np.random.default_rng(seed)
+    members = [np.flatnonzero(groups == g) for g in np.unique(groups)]
+    draws = np.empty(num_resamples)
+    for i in range(num_resamples):
+        rows = np.concatenate([rng.choice(m, size=len(m)) for m in members])
+        draws[i] = values[rows].mean()
+    return [float(np.percentile(draws, q)) for q in (2.5, 97.5)]

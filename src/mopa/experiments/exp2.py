@@ -40,14 +40,22 @@ import numpy as np
 
 from mopa.algos.presets import check_recipe
 from mopa.core.checks import check_fields, check_probability
+from mopa.core.stages import file_fingerprint
 from mopa.envs import make
 from mopa.errors import InvalidParameterError
+from mopa.eval.intervals import bootstrap_mean
+from mopa.eval.protocol import mean_std
 from mopa.experiments import part1
 from mopa.experiments.registry import recipe_field, register_experiment
-from mopa.experiments.stages import file_fingerprint
 from mopa.opponent import data as trajectory_data
 from mopa.opponent.encoders import VAEConfig
-from mopa.opponent.representations import raw_sequence
+from mopa.opponent.metrics import score_vae_seeds
+from mopa.opponent.representations import (
+    episode_angular_steps,
+    raw_sequence,
+    window_occupancy,
+)
+from mopa.report import exp2_report
 
 ENV = "tag_static"
 VARIANTS = ("baseline", "cw", "ccw")
@@ -152,58 +160,6 @@ class Exp2Config:
         )
 
 
-# -- the behaviour measure ----------------------------------------------------------
-def angular_steps(positions: jax.Array, centres: jax.Array) -> jax.Array:
-    """Signed angle (rad) turned at each step around the centre nearest the agent
-    before the step.
-
-    For the step ``p_t -> p_{t+1}`` with ``c`` the centre nearest ``p_t``,
-    ``v_prev = p_t - c`` and ``v_new = p_{t+1} - c``, the step is
-    ``atan2(v_prev x v_new, v_prev . v_new)`` in ``(-pi, pi]``: positive
-    counter-clockwise, as the ``tag_static`` shaping's ``sign(v_prev x v_new)``.
-    On a circle around ``c`` at angular speed ``w`` (below ``pi``) every step is
-    exactly ``w``.
-
-    Args:
-        positions: ``[T, 2]`` one agent's positions.
-        centres: ``[M, 2]`` candidate centres (the obstacles, or the origin).
-
-    Returns:
-        ``[T - 1]`` angular steps.
-    """
-    v_prev = positions[:-1, None, :] - centres[None]  # [T-1, M, 2]
-    v_new = positions[1:, None, :] - centres[None]
-    nearest = jnp.argmin(jnp.sum(v_prev * v_prev, -1), axis=1)  # [T-1]
-    cross = v_prev[..., 0] * v_new[..., 1] - v_prev[..., 1] * v_new[..., 0]
-    dot = jnp.sum(v_prev * v_new, -1)
-    angle = jnp.arctan2(cross, dot)  # [T-1, M]
-    return jnp.take_along_axis(angle, nearest[:, None], axis=1)[:, 0]
-
-
-def episode_angular_steps(positions: np.ndarray, centres: np.ndarray) -> np.ndarray:
-    """``[N, T - 1]`` angular steps of every episode ``positions [N, T, 2]`` around
-    its own nearest centre of ``centres [N, M, 2]``."""
-    steps = jax.jit(jax.vmap(angular_steps))(
-        jnp.asarray(positions, jnp.float32), jnp.asarray(centres, jnp.float32)
-    )
-    return np.asarray(steps, np.float64)
-
-
-def bootstrap_mean(
-    values: np.ndarray, groups: np.ndarray, num_resamples: int, seed: int
-) -> list[float]:
-    """95% percentile interval of the mean of ``values [N, S]`` (rows are
-    episodes), resampling rows with replacement within each group of ``groups
-    [N]`` (the training seed)."""
-    rng = np.random.default_rng(seed)
-    members = [np.flatnonzero(groups == g) for g in np.unique(groups)]
-    draws = np.empty(num_resamples)
-    for i in range(num_resamples):
-        rows = np.concatenate([rng.choice(m, size=len(m)) for m in members])
-        draws[i] = values[rows].mean()
-    return [float(np.percentile(draws, q)) for q in (2.5, 97.5)]
-
-
 # -- stages -------------------------------------------------------------------------
 def train_config(config: Exp2Config, variant: str, num_seeds: int):
     """The IQL config of shaping variant ``variant`` under ``config``'s recipe."""
@@ -237,7 +193,7 @@ def _dataset(config, num_seeds, runs, stages) -> str:
         parts = []
         for index, variant in enumerate(VARIANTS):
             parts.append(
-                part1.play_dataset(
+                trajectory_data.play_dataset(
                     ENV,
                     runs[variant]["env_overrides"],
                     part1.load_teams(runs[variant]["run"]),
@@ -314,7 +270,7 @@ def _mine(config, data_path, stages) -> dict[str, Any]:
             ]
             counts, _ = np.histogram(np.clip(steps, edges[0], edges[-1]), edges)
             result["histogram"]["counts"][name] = counts.tolist()
-            occupancy = part1.window_occupancy(
+            occupancy = window_occupancy(
                 prey[rows], 0, prey.shape[1], config.grid_size
             ).mean(0)
             result["occupancy"][name] = occupancy.reshape(
@@ -355,29 +311,19 @@ def _encode(config, data_path, stages) -> dict[str, Any]:
         train, test = trajectory_data.split_indices(
             len(variant), config.test_fraction, config.seed, checkpoint
         )
-        vae = config.vae(horizon)
-        by_variant, by_checkpoint = [], []
         num_checkpoints = len(np.unique(checkpoint))
-        for encoder_seed in range(config.encoder_seeds):
-            params = part1.fit_vae(
-                vae, features[train], config.seed * 1000 + encoder_seed
-            )
-            z = part1.latent_means(vae, params, features)
-            by_variant.append(
-                part1.score_latents(
-                    z[train], variant[train], z[test], variant[test],
-                    len(VARIANTS), encoder_seed,
-                )
-            )  # fmt: skip
-            by_checkpoint.append(
-                part1.score_latents(
-                    z[train], checkpoint[train], z[test], checkpoint[test],
-                    num_checkpoints, encoder_seed,
-                )
-            )  # fmt: skip
+        (by_variant, by_checkpoint), _ = score_vae_seeds(
+            config.vae(horizon),
+            features,
+            train,
+            test,
+            [(variant, len(VARIANTS)), (checkpoint, num_checkpoints)],
+            config.encoder_seeds,
+            config.seed * 1000,
+        )
 
         def stats(scores, key):
-            return part1.mean_std([s[key] for s in scores])
+            return mean_std([s[key] for s in scores])
 
         return {
             "vae_ari": stats(by_variant, "ari"),
@@ -447,111 +393,6 @@ def run_exp2(config: Exp2Config, seeds: int | None, progress, stages) -> dict:
 
 
 # -- report -------------------------------------------------------------------------
-def markdown_exp2(results: dict) -> str:
-    """``results.md``: mopa's Exp 2 figures beside the research's."""
-    r, research = results, results["research"]
-    lines = [
-        "# Exp 2: shaping narrows the prey's strategy; a trajectory VAE does not "
-        "see it",
-        "",
-        f"{r['num_seeds']} seeds per variant; "
-        + ", ".join(f"{n} {k}" for k, n in r["num_episodes"].items())
-        + " episodes.",
-        "",
-        "| variant | mean angular step (rad/step) [95% CI] | std | per-seed means "
-        "| around the centre | research |",
-        "|---|---|---|---|---|---|",
-    ]
-    for name in VARIANTS:
-        low, high = r["mean_dangle_ci95"][name]
-        c_low, c_high = r["mean_dangle_centre_ci95"][name]
-        seeds = ", ".join(f"{v:+.4f}" for v in r["mean_dangle_by_seed"][name])
-        lines.append(
-            f"| {name} | {r['mean_dangle'][name]:+.4f} [{low:+.4f}, {high:+.4f}] "
-            f"| {r['std_dangle'][name]:.2f} | {seeds} "
-            f"| {r['mean_dangle_centre'][name]:+.4f} [{c_low:+.4f}, {c_high:+.4f}] "
-            f"| {research['mean_dangle'][name]:+.4f} |"
-        )
-    captures = r["captures_per_episode"]
-    lines += [
-        "",
-        "| variant | predators' captures per episode [95% CI] | per-seed means "
-        "| research |",
-        "|---|---|---|---|",
-    ]
-    for name in VARIANTS:
-        low, high = captures["ci95"][name]
-        seeds = ", ".join(f"{v:.2f}" for v in captures["by_seed"][name])
-        lines.append(
-            f"| {name} | {captures['mean'][name]:.2f} [{low:.2f}, {high:.2f}] "
-            f"| {seeds} | {research['captures_per_episode'][name]:.1f} |"
-        )
-    vae = r["vae"]
-    lines += [
-        "",
-        "| figure | mopa | research |",
-        "|---|---|---|",
-        f"| VAE ARI against the variant (k-means, k = 3) | "
-        f"{vae['vae_ari']['mean']:.3f} +- {vae['vae_ari']['std']:.3f} | "
-        f"<= {research['vae_ari_max']:.2f} (prey {research['prey_ari']:.3f}) |",
-        f"| VAE NMI against the variant | {vae['vae_nmi']['mean']:.3f} | |",
-        f"| VAE ARI against the checkpoint (k = {vae['num_checkpoints']}) | "
-        f"{vae['vae_ari_checkpoint']['mean']:.3f} | |",
-        f"| linear probe of the variant on the latent (chance 0.33) | "
-        f"{vae['latent_probe']['mean']:.3f} | |",
-        "",
-        "Angular steps are the prey's, around the obstacle nearest it before the "
-        "step (positive: counter-clockwise); intervals are 95% percentile "
-        "bootstraps over episodes within seeds. Captures are the greedy "
-        "co-trained predators' in the same episodes. VAE figures are means +- std over "
-        f"encoder seeds, on {vae['num_test']} held-out episodes.",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def plot_exp2(results: dict, out: Path) -> list[Path]:
-    """Occupancy of the prey per variant over its angular-step histogram (the
-    research's behaviour-mining figure), and the mean steps with their intervals."""
-    plt = part1.figure()
-    paths = []
-    obstacles = np.asarray(results["obstacles"])
-    fig, axes = plt.subplots(2, len(VARIANTS), figsize=(4 * len(VARIANTS), 7))
-    edges = np.asarray(results["histogram"]["edges"])
-    for col, name in enumerate(VARIANTS):
-        ax = axes[0, col]
-        ax.imshow(
-            np.asarray(results["occupancy"][name]).T,
-            origin="lower",
-            extent=(-1, 1, -1, 1),
-        )
-        ax.scatter(obstacles[:, 0], obstacles[:, 1], c="white", marker="x")
-        ax.set_title(f"{name}: prey occupancy")
-        ax = axes[1, col]
-        counts = np.asarray(results["histogram"]["counts"][name])
-        ax.stairs(counts, edges, fill=True)
-        ax.axvline(results["mean_dangle"][name], color="red", ls="--", label="mean")
-        ax.set_xlabel("angular step around the nearest obstacle (rad)")
-        ax.set_title(f"mean {results['mean_dangle'][name]:+.4f}")
-        ax.legend()
-    fig.tight_layout()
-    paths.append(part1.save_figure(fig, out / "exp2_behaviour.png"))
-
-    fig, ax = plt.subplots(figsize=(4.5, 3.5))
-    mean = np.array([results["mean_dangle"][n] for n in VARIANTS])
-    ci = np.array([results["mean_dangle_ci95"][n] for n in VARIANTS])
-    research = [results["research"]["mean_dangle"][n] for n in VARIANTS]
-    xs = np.arange(len(VARIANTS))
-    ax.bar(xs - 0.2, mean, 0.4, yerr=[mean - ci[:, 0], ci[:, 1] - mean], label="mopa")
-    ax.bar(xs + 0.2, research, 0.4, label="research")
-    ax.axhline(0.0, color="gray", lw=0.8)
-    ax.set_xticks(xs, VARIANTS)
-    ax.set_ylabel("mean angular step (rad/step)")
-    ax.set_title(f"VAE ARI {results['vae_ari']:.3f}")
-    ax.legend()
-    fig.tight_layout()
-    paths.append(part1.save_figure(fig, out / "exp2_mean_dangle.png"))
-    return paths
 
 
 register_experiment(
@@ -574,8 +415,8 @@ register_experiment(
         ),
     },
     "default",
-    plot_fn=plot_exp2,
+    plot_fn=exp2_report.write_report,
     description="Exp 2: shaped prey on tag_static; behaviour mining (angular step) "
     "and a trajectory VAE that does not identify the policy (negative)",
-    markdown_fn=markdown_exp2,
+    markdown_fn=exp2_report.results_markdown,
 )

@@ -36,15 +36,17 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from mopa.algos.driver import run_training
 from mopa.algos.presets import check_recipe, recipe_preset
-from mopa.core.checkpoint import POLICY_FILE, read_policy_file
+from mopa.core.checkpoint import POLICY_FILE
 from mopa.core.checks import check_fields
 from mopa.errors import InvalidParameterError
+from mopa.eval.protocol import cell_stats
 from mopa.eval.tournament import broadcast_seeds
 from mopa.experiments.registry import recipe_field, register_experiment
+from mopa.policy import read_policy_file
+from mopa.report import exp3_report
 
 PREDATOR_VARIANTS = ("iql_greedy", "oa_greedy", "oa_plan", "oa_plan_joint")
 PREY_VARIANTS = ("iql_greedy", "oa_greedy", "oa_plan")
@@ -188,22 +190,6 @@ def _entries(env, env_params, runs: dict, config: Exp3Config, team: str, modes):
     return entries
 
 
-def _cells(result, rows: list[str]) -> dict:
-    stats = result.summary("captures")
-    cells = {}
-    for row in rows:
-        r = result.row_names.index(row)
-        cells[row] = {
-            column: {
-                "mean": float(stats["mean"][r, c]),
-                "ci95": [float(v) for v in stats["ci95"][r, c]],
-                "seed_means": [float(v) for v in stats["seed_means"][r, c]],
-            }
-            for c, column in enumerate(result.column_names)
-        }
-    return cells
-
-
 def _tournament_stage(
     config: Exp3Config, trained: dict, num_seeds: int, progress, stages
 ):
@@ -261,7 +247,7 @@ def _tournament_stage(
         progress(f"  3x3 tournament: {main_wall:.1f} s")
         save_tournament(main, folder / "tournament.json")
         plot_tournament_heatmap(main, folder / "heatmap.png")
-        captures = _cells(main, list(PREY_VARIANTS))
+        captures = cell_stats(main)
         joint_wall = None
         if config.joint:
             progress("  joint-action predator planner against every prey")
@@ -278,7 +264,7 @@ def _tournament_stage(
             joint_wall = time.perf_counter() - tick
             progress(f"  joint row: {joint_wall:.1f} s")
             save_tournament(joint, folder / "tournament_joint.json")
-            captures.update(_cells(joint, ["oa_plan_joint"]))
+            captures.update(cell_stats(joint))
         return {
             "captures": captures,
             "tournament_wall_s": main_wall,
@@ -311,158 +297,11 @@ def run_exp3(config: Exp3Config, seeds: int | None, progress, stages) -> dict:
         "num_seeds": num_seeds,
         "num_episodes_per_cell": tournament["num_episodes_per_cell"],
         "training_final": {algo: run["final"] for algo, run in trained.items()},
-        "findings": findings(tournament["captures"]),
+        "findings": exp3_report.findings(tournament["captures"], PREY_VARIANTS),
         "timing_s": dict(stages.timing_s),
         "research": RESEARCH,
     }
     return results
-
-
-def findings(captures: dict) -> dict:
-    """The research's two claims, checked on mopa's table: does the OA-plan prey
-    concede the fewest captures in every row, and are the OA-plan predators the
-    worst predators in every column? Plus the joint planner's effect."""
-
-    def mean(row, column):
-        return captures[row][column]["mean"]
-
-    def separated(row_a, col_a, row_b, col_b):
-        """Whether cell a's interval lies wholly below cell b's."""
-        return captures[row_a][col_a]["ci95"][1] < captures[row_b][col_b]["ci95"][0]
-
-    greedy_rows = [r for r in PREY_VARIANTS]
-    prey_best = {
-        row: min(PREY_VARIANTS, key=lambda column, row=row: mean(row, column))
-        for row in greedy_rows
-    }
-    pred_worst = {
-        column: min(greedy_rows, key=lambda row, column=column: mean(row, column))
-        for column in PREY_VARIANTS
-    }
-    out = {
-        "oa_plan_prey_fewest_in_every_row": all(
-            v == "oa_plan" for v in prey_best.values()
-        ),
-        "oa_plan_prey_drop_vs_greedy_prey": float(
-            np.mean(
-                [
-                    (mean(row, "iql_greedy") + mean(row, "oa_greedy")) / 2
-                    - mean(row, "oa_plan")
-                    for row in greedy_rows
-                ]
-            )
-        ),
-        "oa_plan_prey_drop_separated": all(
-            separated(row, "oa_plan", row, "oa_greedy")
-            and separated(row, "oa_plan", row, "iql_greedy")
-            for row in greedy_rows
-        ),
-        "oa_plan_pred_worst_in_every_column": all(
-            v == "oa_plan" for v in pred_worst.values()
-        ),
-        "best_prey_per_row": prey_best,
-        "worst_pred_per_column": pred_worst,
-    }
-    if "oa_plan_joint" in captures:
-        out["joint_minus_per_agent_pred"] = {
-            column: mean("oa_plan_joint", column) - mean("oa_plan", column)
-            for column in PREY_VARIANTS
-        }
-        out["joint_minus_iql_greedy_pred"] = {
-            column: mean("oa_plan_joint", column) - mean("iql_greedy", column)
-            for column in PREY_VARIANTS
-        }
-    return out
-
-
-def _cell(cell: dict | None) -> str:
-    if cell is None:
-        return "-"
-    lo, hi = cell["ci95"]
-    return f"{cell['mean']:.2f} [{lo:.2f}, {hi:.2f}]"
-
-
-def markdown(results: dict) -> str:
-    """``results.md``: mopa's table beside the research's numbers."""
-    captures = results["captures"]
-    research = RESEARCH["oa_plan_prey_column"]
-    episodes = results["num_episodes_per_cell"] // results["num_seeds"]
-    lines = [
-        "# Exp 3: cross-play of IQL, OA-IQL and the OA planner on tag",
-        "",
-        f"Captures per episode, mean [95% CI] over {results['num_seeds']} seed pairs "
-        f"(seed i vs seed i) x {episodes} episodes; rows are predators, columns "
-        "prey. In brackets after a cell of the OA-plan prey column: the research's "
-        "figure.",
-        "",
-        "| predator \\ prey | " + " | ".join(PREY_VARIANTS) + " |",
-        "|---|" + "---|" * len(PREY_VARIANTS),
-    ]
-    for row in PREDATOR_VARIANTS:
-        if row not in captures:
-            continue
-        cells = []
-        for column in PREY_VARIANTS:
-            text = _cell(captures[row].get(column))
-            if column == "oa_plan" and row in research:
-                text += f" (research {research[row]:.2f})"
-            cells.append(text)
-        lines.append(f"| {row} | " + " | ".join(cells) + " |")
-    acc = results["opp_head_accuracy"]
-    f = results["findings"]
-
-    def number(x):
-        return "-" if x is None else f"{x:.3f}"
-
-    lines += [
-        "",
-        f"Opponent-head accuracy at the end of training: predators "
-        f"{number(acc['pred'])}, prey {number(acc['prey'])} (research, Exp 1: 0.53 "
-        "and 0.58).",
-        "",
-        f"- OA-plan prey concedes the fewest captures in every row: "
-        f"{f['oa_plan_prey_fewest_in_every_row']} (its mean drop against the two "
-        f"greedy prey: {f['oa_plan_prey_drop_vs_greedy_prey']:.2f} captures per "
-        f"episode; intervals separated in every row: "
-        f"{f['oa_plan_prey_drop_separated']}; research: about 2).",
-        f"- OA-plan predators are the worst predators in every column: "
-        f"{f['oa_plan_pred_worst_in_every_column']} (worst per column: "
-        f"{f['worst_pred_per_column']}).",
-    ]
-    if "joint_minus_per_agent_pred" in f:
-        joint = ", ".join(
-            f"{column} {value:+.2f}"
-            for column, value in f["joint_minus_per_agent_pred"].items()
-        )
-        lines.append(
-            f"- Joint-action predator planner minus the per-agent one, per prey: "
-            f"{joint}."
-        )
-    lines += [
-        "",
-        f"3x3 tournament wall time (compilation included): "
-        f"{results['tournament_wall_s']:.1f} s (research: about 50 s).",
-    ]
-    if results.get("joint_row_wall_s") is not None:
-        lines.append(f"Joint-planner row: {results['joint_row_wall_s']:.1f} s.")
-    return "\n".join(lines) + "\n"
-
-
-def plot(results: dict, out: Path) -> list[Path]:
-    """The heatmap of the 3x3 tournament (and the joint row), from the stage."""
-    from mopa.report.tournament import load_tournament, plot_tournament_heatmap
-
-    stage = out / "stages" / "tournament"
-    paths = []
-    for name, target in (
-        ("tournament.json", "exp3_heatmap.png"),
-        ("tournament_joint.json", "exp3_joint_row.png"),
-    ):
-        if (stage / name).exists():
-            paths.append(
-                plot_tournament_heatmap(load_tournament(stage / name), out / target)
-            )
-    return paths
 
 
 register_experiment(
@@ -488,7 +327,9 @@ register_experiment(
         ),
     },
     "default",
-    plot_fn=plot,
-    markdown_fn=markdown,
+    plot_fn=exp3_report.write_report,
+    markdown_fn=lambda results: exp3_report.results_markdown(
+        results, PREDATOR_VARIANTS, PREY_VARIANTS, RESEARCH["oa_plan_prey_column"]
+    ),
     description="IQL vs OA-IQL vs the OA-head planner on tag: cross-play tournament",
 )

@@ -51,13 +51,15 @@ import numpy as np
 
 from mopa.algos.presets import check_recipe
 from mopa.core.checks import check_fields, check_probability
+from mopa.core.stages import file_fingerprint
 from mopa.envs import make
 from mopa.errors import InvalidParameterError
 from mopa.experiments import part1
 from mopa.experiments.registry import recipe_field, register_experiment
-from mopa.experiments.stages import file_fingerprint
 from mopa.opponent import data as trajectory_data
-from mopa.opponent.metrics import probe_accuracy_split
+from mopa.opponent.metrics import probe_accuracy_split, subsampled_probe
+from mopa.opponent.representations import symmetrise, window_occupancy
+from mopa.report import exp4_report
 
 ENV = "tag_resources"
 RESEARCH = {"probe_raw_placement": 0.49, "resources_per_episode": 1.28}
@@ -214,7 +216,7 @@ def _train_and_probe(
     run = part1.train_stage(stages, f"train_{name}{suffix}", train, progress)
 
     def build(folder: Path) -> dict[str, Any]:
-        dataset = part1.play_dataset(
+        dataset = trajectory_data.play_dataset(
             ENV,
             game,
             part1.load_teams(run["run"]),
@@ -240,7 +242,7 @@ def _train_and_probe(
         labels = dataset.episode_labels("placement").astype(np.int64)
         prey = dataset.positions("prey")  # [C, 25, 2]
         raw = prey.reshape(prey.shape[0], -1)
-        occ = part1.window_occupancy(prey, 0, prey.shape[1], config.grid_size)
+        occ = window_occupancy(prey, 0, prey.shape[1], config.grid_size)
         train_index, test_index = trajectory_data.split_indices(
             len(labels), config.test_fraction, config.seed, labels
         )
@@ -267,7 +269,14 @@ def _train_and_probe(
         # Every predator is paid capture_reward per predator-prey overlap.
         captures = dataset["rewards.predator"][:, :, 0].sum() / capture_reward
         return {
-            "probe_raw_by_episodes": _subsampled_probe(raw, labels, config),
+            "probe_raw_by_episodes": subsampled_probe(
+                raw,
+                labels,
+                config.subsample_sizes,
+                config.subsample_repeats,
+                config.test_fraction,
+                config.seed,
+            ),
             "probe_raw_placement": score(raw),
             "probe_occupancy_placement": score(occ),
             "probe_radius_placement": score(np.linalg.norm(prey, axis=-1)),
@@ -309,168 +318,6 @@ def _train_and_probe(
     return {**probed, "training": run["summary"]}
 
 
-SQUARE_SYMMETRIES = np.array(
-    [
-        [[c, -s], [s, c]] @ np.diag([1, flip])
-        for c, s in ((1, 0), (0, 1), (-1, 0), (0, -1))
-        for flip in (1, -1)
-    ]
-)
-"""``[8, 2, 2]``: the rotations of the square by 0, 90, 180 and 270 degrees, each
-without and with a reflection in the x axis."""
-
-
-def symmetrise(positions: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """``positions`` (``[N, T, 2]``, about the arena's centre) with each of the N
-    trajectories mapped by one of ``SQUARE_SYMMETRIES`` drawn uniformly."""
-    positions = np.asarray(positions)
-    if positions.ndim != 3 or positions.shape[-1] != 2:
-        raise InvalidParameterError(
-            f"positions must have shape [N, T, 2], got {positions.shape}"
-        )
-    maps = SQUARE_SYMMETRIES[rng.integers(0, len(SQUARE_SYMMETRIES), len(positions))]
-    return np.einsum("nij,ntj->nti", maps, positions)
-
-
-def _subsampled_probe(
-    features: np.ndarray, labels: np.ndarray, config: Exp4Config
-) -> dict[str, dict[str, float]]:
-    """``{SIZE: {"mean", "std", "p05", "repeats"}}``: held-out accuracy of the probe
-    refit on ``subsample_repeats`` random subsets of SIZE episodes, each label
-    keeping its share of the dataset, split as the full probe is."""
-    rng = np.random.default_rng(config.seed)
-    classes = [np.flatnonzero(labels == label) for label in np.unique(labels)]
-    out = {}
-    for size in config.subsample_sizes:
-        if size > len(labels):
-            continue
-        scores = []
-        for repeat in range(config.subsample_repeats):
-            subset = np.concatenate(
-                [
-                    rng.permutation(members)[: round(size * len(members) / len(labels))]
-                    for members in classes
-                ]
-            )
-            train_index, test_index = trajectory_data.split_indices(
-                len(subset), config.test_fraction, config.seed + repeat, labels[subset]
-            )
-            scores.append(
-                probe_accuracy_split(
-                    features[subset[train_index]],
-                    labels[subset[train_index]],
-                    features[subset[test_index]],
-                    labels[subset[test_index]],
-                    config.seed,
-                )
-            )
-        scores = np.asarray(scores)
-        out[str(size)] = {
-            "mean": float(scores.mean()),
-            "std": float(scores.std(ddof=1)) if len(scores) > 1 else 0.0,
-            "p05": float(np.percentile(scores, 5)),
-            "repeats": len(scores),
-        }
-    return out
-
-
-def markdown_exp4(results: dict) -> str:
-    """``results.md``: mopa's Exp 4 figures beside the research's."""
-    research = results["research"]
-    return "\n".join(
-        [
-            "# Exp 4: does a dominated prey's trajectory carry the placement?",
-            "",
-            f"Headline trainer: `{results.get('algo', 'iql')}`.",
-            "",
-            "| figure | mopa | research |",
-            "|---|---|---|",
-            f"| raw-trajectory placement probe (chance 0.5) | "
-            f"{results['probe_raw_placement']:.3f} | "
-            f"{research['probe_raw_placement']:.2f} |",
-            f"| occupancy placement probe | "
-            f"{results['probe_occupancy_placement']:.3f} | |",
-            f"| distance-from-centre placement probe | "
-            f"{results['probe_radius_placement']:.3f} | |",
-            f"| raw probe, direction preferences removed | "
-            f"{results['probe_raw_symmetrised_placement']:.3f} | |",
-            f"| prey resources per episode | {results['resources_per_episode']:.2f}"
-            f" | {research['resources_per_episode']:.2f} |",
-            "",
-            f"{results['num_episodes']} episodes, {results['num_seeds']} seeds; "
-            "probes fit on 75% of episodes and scored on the rest.",
-            "",
-            "Every trainer at every collect reward (raw probe on random subsets: "
-            "mean ± std, 5th percentile):",
-            "",
-            "| trainer | collect reward | captures / episode | prey resources / "
-            "episode | raw probe | raw probe within each seed | raw probe, "
-            "symmetrised | distance probe | occupancy probe | raw probe on subsets |",
-            "|---|---:|---:|---:|---:|---|---:|---:|---:|---|",
-            *[
-                f"| `{name}` | {reward} | {row['captures_per_episode']:.2f} | "
-                f"{row['resources_per_episode']:.2f} | "
-                f"{row['probe_raw_placement']:.3f} | "
-                + " / ".join(
-                    "-" if score is None else f"{score:.2f}"
-                    for score in row["probe_raw_by_seed"]
-                )
-                + f" | {row['probe_raw_symmetrised_placement']:.3f}"
-                f" | {row['probe_radius_placement']:.3f} | "
-                f"{row['probe_occupancy_placement']:.3f} | "
-                + "; ".join(
-                    f"{size}: {s['mean']:.3f} ± {s['std']:.3f}, p05 {s['p05']:.3f}"
-                    for size, s in row["probe_raw_by_episodes"].items()
-                )
-                + " |"
-                for reward, name, row in _rows(results)
-            ],
-            "",
-        ]
-    )
-
-
-def _rows(results: dict) -> list[tuple[str, str, dict]]:
-    """``(collect reward, trainer, figures)`` of every run, headline reward first."""
-    by_reward = results.get("by_collect_reward", {})
-    return [
-        (reward, name, row)
-        for reward, runs in by_reward.items()
-        for name, row in runs.items()
-    ]
-
-
-def plot_exp4(results: dict, out: Path) -> list[Path]:
-    """Bar chart of the four probes of every trainer and collect reward against
-    chance."""
-    plt = part1.figure()
-    rows = _rows(results)
-    fig, ax = plt.subplots(figsize=(1.6 + 1.4 * len(rows), 3.2))
-    x = np.arange(len(rows))
-    fields = (
-        ("probe_raw_placement", "raw positions"),
-        ("probe_raw_symmetrised_placement", "raw, direction preferences removed"),
-        ("probe_radius_placement", "distance from centre"),
-        ("probe_occupancy_placement", "occupancy"),
-    )
-    width = 0.8 / len(fields)
-    for offset, (field, label) in enumerate(fields):
-        ax.bar(
-            x + (offset - (len(fields) - 1) / 2) * width,
-            [row[field] for *_, row in rows],
-            width,
-            label=label,
-        )
-    ax.set_xticks(x, [f"{name}\ncollect {reward}" for reward, name, _ in rows])
-    ax.tick_params(axis="x", labelsize=7)
-    ax.axhline(0.5, ls="--", color="gray", label="chance")
-    ax.set_ylim(0, 1)
-    ax.set_ylabel("held-out placement probe")
-    ax.legend(fontsize=7, loc="upper right")
-    fig.tight_layout()
-    return [part1.save_figure(fig, out / "exp4_probe.png")]
-
-
 register_experiment(
     "exp4",
     run_exp4,
@@ -489,7 +336,7 @@ register_experiment(
         ),
     },
     "default",
-    plot_fn=plot_exp4,
+    plot_fn=exp4_report.write_report,
     description="Exp 4: placement probes of the prey's trajectory on tag_resources",
-    markdown_fn=markdown_exp4,
+    markdown_fn=exp4_report.results_markdown,
 )

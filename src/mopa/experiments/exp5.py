@@ -80,40 +80,28 @@ import numpy as np
 
 from mopa.algos.presets import check_recipe
 from mopa.core.checks import check_fields, check_probability
+from mopa.core.stages import file_fingerprint
 from mopa.envs import make
 from mopa.envs.wrappers import AutoReset
 from mopa.errors import InvalidParameterError
 from mopa.eval.intervals import mean_interval
+from mopa.eval.protocol import cell_stats, familiarity_drop, mean_std
 from mopa.eval.tournament import TournamentEntry, play_tournament
 from mopa.experiments import part1
 from mopa.experiments.registry import recipe_field, register_experiment
-from mopa.experiments.stages import file_fingerprint
 from mopa.opponent import bc
 from mopa.opponent import data as trajectory_data
-from mopa.opponent.encoders import VAEConfig, load_encoder, save_encoder
-from mopa.opponent.metrics import probe_accuracy_split
-from mopa.opponent.representations import occupancy
+from mopa.opponent.encoders import VAEConfig, latent_means, load_encoder, save_encoder
+from mopa.opponent.metrics import probe_accuracy_split, score_vae_seeds
+from mopa.opponent.representations import occupancy, window_occupancy
 from mopa.players import PolicyPlayer
-from mopa.policy import make_act_fn
+from mopa.report import exp5_report
+from mopa.report.exp5_report import RESEARCH
 
 PLACEMENTS = ("circle", "corners")
 """The specialists' placements; a chain's label is the index of its placement."""
 ENV = "tag_balanced"
 ALGOS = ("iql", "mappo")
-
-RESEARCH = {
-    "probe_occupancy": {"iql": 0.98, "mappo": 0.96},
-    "vae_ari_L100": 0.87,
-    "latent_probe_L100": 0.99,
-    "mappo_latent_probe": 0.83,
-    "bc_action_match": 0.62,
-    "bc_majority": 0.24,
-    "steering_rate": 0.85,
-    "captures_cotrained": 1.59,
-    "captures_unfamiliar": 0.91,
-    "brittleness_drop": 0.43,
-}
-"""The research's Exp 5 figures (README), shown beside mopa's."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -253,7 +241,7 @@ def _dataset(config, num_seeds, algo, runs, stages) -> str:
         for index, placement in enumerate(PLACEMENTS):
             teams = part1.load_teams(runs[f"{algo}_{placement}"]["run"])
             parts.append(
-                part1.play_dataset(
+                trajectory_data.play_dataset(
                     ENV,
                     {"resource_placement": placement},
                     teams,
@@ -301,7 +289,7 @@ def _encode(config, algo, data_path, stages) -> dict[str, Any]:
         # One episode per example: every episode of every chain.
         horizon = dataset.horizon
         episodes = prey.reshape(-1, horizon, 2)
-        episode_occ = part1.window_occupancy(episodes, 0, horizon, config.grid_size)
+        episode_occ = window_occupancy(episodes, 0, horizon, config.grid_size)
         episode_labels = np.repeat(labels, dataset.episodes_per_chain)
         per_chain = dataset.episodes_per_chain
         train_ep = (train[:, None] * per_chain + np.arange(per_chain)).ravel()
@@ -329,60 +317,31 @@ def _encode(config, algo, data_path, stages) -> dict[str, Any]:
         }
         vae = config.vae()
         for length in config.lengths:
-            features = part1.window_occupancy(
-                prey, steps - length, steps, config.grid_size
-            )
+            features = window_occupancy(prey, steps - length, steps, config.grid_size)
             result["probe_occupancy_by_L"][str(length)] = probe_accuracy_split(
                 features[train], labels[train], features[test], labels[test]
             )
-            scores = []
-            for encoder_seed in range(config.encoder_seeds):
-                params = part1.fit_vae(
-                    vae, features[train], config.seed * 1000 + encoder_seed
-                )
-                if encoder_seed == 0:
-                    path = folder / f"vae_L{length}.msgpack"
-                    save_encoder(path, vae, params)
-                    result["encoder_files"][str(length)] = str(path)
-                z = part1.latent_means(vae, params, features)
-                scores.append(
-                    part1.score_latents(
-                        z[train], labels[train], z[test], labels[test], 2, encoder_seed
-                    )
-                )
+            (scores,), params = score_vae_seeds(
+                vae,
+                features,
+                train,
+                test,
+                [(labels, 2)],
+                config.encoder_seeds,
+                config.seed * 1000,
+            )
+            path = folder / f"vae_L{length}.msgpack"
+            save_encoder(path, vae, params)
+            result["encoder_files"][str(length)] = str(path)
             for key, name in (
                 ("ari", "vae_ari_by_L"),
                 ("nmi", "vae_nmi_by_L"),
                 ("probe", "latent_probe_by_L"),
             ):
-                result[name][str(length)] = part1.mean_std([s[key] for s in scores])
+                result[name][str(length)] = mean_std([s[key] for s in scores])
         return result
 
     return stages.run(f"encode_{algo}", described, run)
-
-
-def _strip_resources(env):
-    """The prey's observation without its resource block (``[..., D] -> [..., D']``)."""
-    width = 3 * env.num_resources
-
-    def strip(obs):
-        return obs[..., : obs.shape[-1] - width]
-
-    return strip
-
-
-class _Predators:
-    """``others_fn`` for the steering test: fixed predator weights, prey ignored."""
-
-    def __init__(self, spec, params):
-        self.spec, self.params = spec, params
-
-    def __call__(self, key, obs, state):
-        del state
-        carry = jnp.zeros((self.spec.num_agents, self.spec.carry_size))
-        reset = jnp.zeros((self.spec.num_agents,), bool)
-        act = make_act_fn(self.spec)(self.params, key, obs[0], carry, reset, True)[0]
-        return (act, jnp.zeros(obs[1].shape[:-1], jnp.int32))
 
 
 def _behaviour_clone(config, algo, data_path, encoded, runs, stages) -> dict:
@@ -412,7 +371,8 @@ def _behaviour_clone(config, algo, data_path, encoded, runs, stages) -> dict:
         horizon, steps = dataset.horizon, dataset.steps_per_chain
         start = steps - horizon  # the held-out (cloned) episode: the chain's last
         env, _ = make(ENV)
-        strip = _strip_resources(env)
+        width = 3 * env.num_resources  # the prey's resource block, cut off
+        strip = lambda obs: obs[..., : obs.shape[-1] - width]  # noqa: E731
         obs = strip(dataset["obs.prey"][:, start:, 0])  # [C, H, D']
         actions = dataset["actions.prey"][:, start:, 0]  # [C, H]
         bc_config = bc.BCConfig(
@@ -451,10 +411,8 @@ def _behaviour_clone(config, algo, data_path, encoded, runs, stages) -> dict:
             if length > start:
                 continue
             vae, vae_params = load_encoder(encoded["encoder_files"][str(length)])
-            features = part1.window_occupancy(
-                prey, start - length, start, config.grid_size
-            )
-            z = part1.latent_means(vae, vae_params, features)
+            features = window_occupancy(prey, start - length, start, config.grid_size)
+            z = latent_means(vae, vae_params, features)
             params, by_length[str(length)] = fit_and_match(z)
             latents[length] = (z, params)
         majority = float(
@@ -467,7 +425,7 @@ def _behaviour_clone(config, algo, data_path, encoded, runs, stages) -> dict:
         z_b = z_train[label_train == 1].mean(0)
         episodes = prey.reshape(-1, horizon, 2)
         episode_labels = np.repeat(labels, dataset.episodes_per_chain)
-        occ = part1.window_occupancy(episodes, 0, horizon, config.grid_size)
+        occ = window_occupancy(episodes, 0, horizon, config.grid_size)
         route_a, route_b = (
             occ[episode_labels == 0].mean(0),
             occ[episode_labels == 1].mean(0),
@@ -508,7 +466,9 @@ def _behaviour_clone(config, algo, data_path, encoded, runs, stages) -> dict:
                         jnp.asarray(route_b),
                         route_fn,
                         1,
-                        _Predators(spec, part1.seed_params(stack, seed)),
+                        bc.fixed_team_fn(
+                            spec, jax.tree.map(lambda x, seed=seed: x[seed], stack)
+                        ),
                         config.steering_episodes,
                         num_steps,
                         strip,
@@ -516,7 +476,7 @@ def _behaviour_clone(config, algo, data_path, encoded, runs, stages) -> dict:
                     rates[index, seed] = float(result.rate)
                     scores[index, seed] = (result.toward_a + result.toward_b) / 2
             by_steps[num_steps] = rates, scores
-            routes = part1.window_occupancy(prey, 0, num_steps, grid)
+            routes = window_occupancy(prey, 0, num_steps, grid)
             reference[str(num_steps)] = float(
                 bc.route_separability(
                     routes[labels == 0], routes[labels == 1], route_a, route_b
@@ -540,7 +500,7 @@ def _behaviour_clone(config, algo, data_path, encoded, runs, stages) -> dict:
             },
             "bc_latent_by_L": by_length,
             "steering_rate": float(headline.mean()),
-            "steering_ci95": _seed_interval(per_seed),
+            "steering_ci95": mean_interval(per_seed, method="t")["ci95"],
             "steering_ci95_episodes": [
                 float(np.percentile(draws, q)) for q in (2.5, 97.5)
             ],
@@ -555,12 +515,6 @@ def _behaviour_clone(config, algo, data_path, encoded, runs, stages) -> dict:
         }
 
     return stages.run(f"bc_{algo}", described, run)
-
-
-def _seed_interval(values: np.ndarray) -> list[float]:
-    """95% Student-t interval of the mean of ``values [S]`` (one per seed); the
-    point itself when there is a single seed."""
-    return mean_interval(values, method="t")["ci95"]
 
 
 def _brittleness(config, algo, runs, stages) -> dict[str, Any]:
@@ -594,46 +548,21 @@ def _brittleness(config, algo, runs, stages) -> dict[str, Any]:
                 num_episodes=config.tournament_episodes,
                 pairing="paired",
             )
-            values = result.metric("captures")
-            summary = result.summary("captures")
+            values, table = result.metric("captures"), cell_stats(result)
             for r, predator in enumerate(PLACEMENTS):
                 captures[predator, placement] = values[r, 0]
-                cells[f"pred_{predator}/prey_{placement}"] = {
-                    "mean": float(summary["mean"][r, 0]),
-                    "ci95": [float(v) for v in summary["ci95"][r, 0]],
-                    "seed_means": [float(v) for v in summary["seed_means"][r, 0]],
-                }
+                cells[f"pred_{predator}/prey_{placement}"] = table[f"pred_{predator}"][
+                    f"prey_{placement}"
+                ]
 
-        def drop(samples):
-            own = np.mean([samples[p, p].mean() for p in PLACEMENTS])
-            other = np.mean(
-                [samples[q, p].mean() for p in PLACEMENTS for q in PLACEMENTS if q != p]
-            )
-            return own, other, 1.0 - other / own if own > 0 else float("nan")
-
-        own, other, value = drop(captures)
-        rng = np.random.default_rng(config.seed)
-        draws = []
-        for _ in range(config.bootstrap):
-            resampled = {
-                k: np.take_along_axis(
-                    v, rng.integers(0, v.shape[1], size=v.shape), axis=1
-                )
-                for k, v in captures.items()
-            }
-            draws.append(drop(resampled))
-        draws = np.asarray(draws)
-
-        def interval(column):
-            return [float(np.nanpercentile(draws[:, column], q)) for q in (2.5, 97.5)]
-
+        drop = familiarity_drop(captures, PLACEMENTS, config.bootstrap, config.seed)
         return {
-            "captures_cotrained": float(own),
-            "captures_cotrained_ci95": interval(0),
-            "captures_unfamiliar": float(other),
-            "captures_unfamiliar_ci95": interval(1),
-            "drop": float(value),
-            "drop_ci95": interval(2),
+            "captures_cotrained": drop["familiar"],
+            "captures_cotrained_ci95": drop["familiar_ci95"],
+            "captures_unfamiliar": drop["unfamiliar"],
+            "captures_unfamiliar_ci95": drop["unfamiliar_ci95"],
+            "drop": drop["drop"],
+            "drop_ci95": drop["drop_ci95"],
             "cells": cells,
             "episodes_per_cell": int(np.prod(next(iter(captures.values())).shape)),
         }
@@ -701,138 +630,6 @@ def run_exp5(config: Exp5Config, seeds: int | None, progress, stages) -> dict:
 
 
 # -- report -------------------------------------------------------------------------
-def markdown_exp5(results: dict) -> str:
-    """``results.md``: mopa's Exp 5 figures beside the research's."""
-    r, research = results, results["research"]
-    lines = [
-        "# Exp 5: distinct strategies, an encodable latent, a brittle opponent",
-        "",
-        f"{r['num_seeds']} seeds per specialist; headline algorithm "
-        f"{r['primary_algo']} (BC: {r['bc_algo']}, brittleness: "
-        f"{r['brittleness_algo']}).",
-        "",
-        "| figure | mopa | research |",
-        "|---|---|---|",
-    ]
-    for algo, entry in r["by_algo"].items():
-        lines.append(
-            f"| occupancy probe, one episode ({algo}) | {entry['probe_occupancy']:.3f}"
-            f" | {research['probe_occupancy'].get(algo, float('nan')):.2f} |"
-        )
-    for length, value in r["vae_ari_by_L"].items():
-        ref = f"{research['vae_ari_L100']:.2f}" if length == "100" else ""
-        lines.append(f"| VAE ARI, L = {length} | {value:.3f} | {ref} |")
-    for length, value in r["latent_probe_by_L"].items():
-        ref = f"{research['latent_probe_L100']:.2f}" if length == "100" else ""
-        lines.append(f"| latent probe, L = {length} | {value:.3f} | {ref} |")
-    bcm = r["bc_action_match"]
-    lines += [
-        f"| BC action match, vanilla | {bcm['vanilla']:.3f} | |",
-        f"| BC action match, latent | {bcm['latent']:.3f} | "
-        f"{research['bc_action_match']:.2f} |",
-        f"| BC action match, oracle | {bcm['oracle']:.3f} | |",
-        f"| BC majority baseline | {bcm['majority']:.3f} | "
-        f"{research['bc_majority']:.2f} |",
-        f"| steering rate, routes of {r['steering_steps']} steps (chance 0.5; "
-        f"over predator seeds {', '.join(f'{v:.3f}' for v in r['steering_by_seed'])}"
-        f", bootstrap over episodes [{r['steering_ci95_episodes'][0]:.3f}, "
-        f"{r['steering_ci95_episodes'][1]:.3f}]) | "
-        f"{r['steering_rate']:.3f} [{r['steering_ci95'][0]:.3f}, "
-        f"{r['steering_ci95'][1]:.3f}] | {research['steering_rate']:.2f} |",
-    ]
-    for steps, value in r["steering_by_steps"].items():
-        ref = r["steering_reference_by_steps"][steps]
-        lines.append(
-            f"| steering rate, routes of {steps} steps (the specialists' own routes "
-            f"under the same criterion: {ref:.3f}) | {value:.3f} | |"
-        )
-    lines += [
-        f"| captures, co-trained predators | {r['captures_cotrained']:.2f} "
-        f"[{r['captures_cotrained_ci95'][0]:.2f}, "
-        f"{r['captures_cotrained_ci95'][1]:.2f}] | "
-        f"{research['captures_cotrained']:.2f} |",
-        f"| captures, unfamiliar predators | {r['captures_unfamiliar']:.2f} "
-        f"[{r['captures_unfamiliar_ci95'][0]:.2f}, "
-        f"{r['captures_unfamiliar_ci95'][1]:.2f}] | "
-        f"{research['captures_unfamiliar']:.2f} |",
-        f"| brittleness drop | {r['brittleness_drop']:.1%} "
-        f"[{r['brittleness_drop_ci95'][0]:.1%}, "
-        f"{r['brittleness_drop_ci95'][1]:.1%}] | "
-        f"{research['brittleness_drop']:.0%} |",
-        "",
-        "Intervals are 95%: bootstrap over episodes for captures and the drop, "
-        "Student-t over predator seeds for steering. ARI and latent probe are "
-        "means over encoder seeds, on held-out chains.",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def plot_exp5(results: dict, out: Path) -> list[Path]:
-    """Encoder quality by L, BC by L, occupancy maps, and the cross-play."""
-    plt = part1.figure()
-    paths = []
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-    for algo, entry in results["by_algo"].items():
-        lengths = [int(k) for k in entry["vae_ari_by_L"]]
-        for ax, name in zip(axes, ("vae_ari_by_L", "latent_probe_by_L"), strict=True):
-            mean = [v["mean"] for v in entry[name].values()]
-            std = [v["std"] for v in entry[name].values()]
-            ax.errorbar(lengths, mean, yerr=std, marker="o", label=algo, capsize=3)
-    axes[0].set_ylabel("VAE ARI (k-means, held out)")
-    axes[1].set_ylabel("latent linear probe (held out)")
-    for ax in axes:
-        ax.set_xlabel("observation length L (prey steps)")
-        ax.set_ylim(-0.05, 1.05)
-        ax.legend()
-    fig.tight_layout()
-    paths.append(part1.save_figure(fig, out / "exp5_encoder_by_L.png"))
-
-    bc_entry = results["by_algo"][results["bc_algo"]]
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    by_length = bc_entry["bc_latent_by_L"]
-    ax.plot([int(k) for k in by_length], list(by_length.values()), "o-", label="latent")
-    bcm = bc_entry["bc_action_match"]
-    for name, style in (("vanilla", "--"), ("oracle", ":"), ("majority", "-.")):
-        ax.axhline(bcm[name], ls=style, color="gray", label=name)
-    ax.set_xlabel("L of the latent")
-    ax.set_ylabel("held-out action match")
-    ax.set_title(
-        f"steering rate {bc_entry['steering_rate']:.2f} "
-        f"(routes of {bc_entry['steering_steps']} steps)"
-    )
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    paths.append(part1.save_figure(fig, out / "exp5_bc.png"))
-
-    algos = list(results["by_algo"])
-    fig, axes = plt.subplots(len(algos), 2, figsize=(6, 3 * len(algos)), squeeze=False)
-    for row, algo in enumerate(algos):
-        for col, (placement, grid) in enumerate(
-            results["by_algo"][algo]["mean_occupancy"].items()
-        ):
-            axes[row, col].imshow(
-                np.asarray(grid).T, origin="lower", extent=(-1, 1, -1, 1)
-            )
-            axes[row, col].set_title(f"{algo} {placement}-prey occupancy")
-    fig.tight_layout()
-    paths.append(part1.save_figure(fig, out / "exp5_occupancy.png"))
-
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    width = 0.8 / len(algos)
-    for i, algo in enumerate(algos):
-        cells = results["by_algo"][algo]["brittleness"]["cells"]
-        names = list(cells)
-        mean = np.array([cells[n]["mean"] for n in names])
-        ci = np.array([cells[n]["ci95"] for n in names])
-        xs = np.arange(len(names)) + i * width
-        ax.bar(xs, mean, width, yerr=[mean - ci[:, 0], ci[:, 1] - mean], label=algo)
-    ax.set_xticks(np.arange(len(names)) + 0.4 - width / 2, names, fontsize=7)
-    ax.set_ylabel("captures / episode")
-    ax.legend()
-    fig.tight_layout()
-    paths.append(part1.save_figure(fig, out / "exp5_brittleness.png"))
-    return paths
 
 
 register_experiment(
@@ -863,8 +660,8 @@ register_experiment(
         ),
     },
     "default",
-    plot_fn=plot_exp5,
+    plot_fn=exp5_report.write_report,
     description="Exp 5: specialists on tag_balanced; occupancy probe, VAE by L, "
     "latent BC and steering, brittleness",
-    markdown_fn=markdown_exp5,
+    markdown_fn=exp5_report.results_markdown,
 )

@@ -3,7 +3,7 @@
 
 The prey of ``tag_intent`` secretly heads for one of four corners each episode.
 Stages (each reused when re-run with the same config, see
-:mod:`mopa.experiments.stages`):
+:mod:`mopa.core.stages`):
 
 1. ``train_unaware``, ``train_oracle``, ``train_belief``: MAPPO co-training of the
    three predator conditions, each with its own prey (the research's networks,
@@ -16,7 +16,7 @@ Stages (each reused when re-run with the same config, see
    against the corner nearest each held-out trajectory's arrival, so no intent
    label is used), both reading the occupancy of the prey's prefix of lead
    positions (where its latest move takes it,
-   :func:`~mopa.experiments.intent_players.lead_position`) and its last
+   :func:`~mopa.envs.pursuit.lead_position`) and its last
    ``encoder_recent`` of them; and one behaviour clone ``pi(a | s, z)`` per seed
    (the prey model of ``bc_belief_planner``).
 3. ``calibration``: accuracy and expected calibration error by step, and the
@@ -27,7 +27,7 @@ Stages (each reused when re-run with the same config, see
 
    ``train_belief`` runs first; then ``encoders`` beside ``train_unaware``, and
    ``calibration`` and ``world_models`` beside ``train_oracle``, at the same time
-   (:meth:`~mopa.experiments.stages.Stages.run_together`), as do the stages of 4
+   (:meth:`~mopa.core.stages.Stages.run_together`), as do the stages of 4
    and 5: a stage that leaves a core idle (small networks, the tree search that
    plays one game after another) lends it to the others, and each computes the
    numbers it computes alone.
@@ -77,32 +77,31 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from mopa.algos.driver import Progress, run_training
 from mopa.algos.presets import check_recipe, recipe_preset
-from mopa.core.checkpoint import read_msgpack, read_policy_file, write_msgpack
+from mopa.core.checkpoint import write_msgpack
 from mopa.core.checks import check_discount, check_fields, check_fraction
-from mopa.core.files import write_json
 from mopa.core.runinfo import run_metadata
-from mopa.envs import make
-from mopa.envs.pursuit import INTENT_CORNERS, NUM_ACTIONS, PREDATOR, PREY
+from mopa.envs.pursuit import INTENT_CORNERS
 from mopa.errors import InvalidParameterError
-from mopa.eval.intervals import mean_interval
-from mopa.eval.tournament import TournamentEntry, broadcast_seeds, play_tournament
-from mopa.experiments.intent_players import (
-    IntentPredator,
-    PreyModel,
-    classifier_logits_fn,
-    intent_predator_params,
-    jepa_logits_fn,
+from mopa.experiments.intent_conditions import (
+    TRAIN_CONDITIONS,
+    WORLD_MODELS,
+    bc_config,
+    calibration_stage,
+    eval_common_stage,
+    eval_paired_stage,
+    gif_stage,
+    intent_game,
+    prey_paths,
+    read_teams,
 )
 from mopa.experiments.registry import (
     profile_name,
@@ -110,135 +109,41 @@ from mopa.experiments.registry import (
     register_experiment,
 )
 from mopa.opponent import bc as bc_lib
-from mopa.opponent.beliefs import (
-    bayes_beliefs,
-    fit_readout_temperature,
-    prefix_beliefs,
-)
-from mopa.opponent.calibration import (
-    accuracy_by_step,
-    ece_by_step,
-    fit_temperature,
-    reliability_diagram,
-)
 from mopa.opponent.data import (
     concatenate,
     generate,
     load_dataset,
     save_dataset,
-    split,
 )
 from mopa.opponent.encoders import (
     ClassifierConfig,
     JEPAConfig,
-    load_encoder,
-    make_jepa_data,
     make_prefix_data,
-    make_train,
     predict_arrival,
     save_encoder,
 )
-from mopa.planning import (
-    IntentConditionedModel,
-    LookaheadConfig,
-    LookaheadPlayer,
-    MCTSConfig,
-    MCTSPlayer,
-    PolicyOpponentModel,
-    simulator_steps_per_decision,
+from mopa.opponent.intent_encoders import (
+    clone_arrays,
+    fit_arrival_readout,
+    fit_named_clones,
+    fit_prefix_classifier,
+    posterior_names,
+    seed_parts,
+    split_episodes,
 )
-from mopa.players import PolicyPlayer, act_all, initial_player_carry
-from mopa.policy import PolicySpec
+from mopa.planning import (
+    PreyModel,
+)
+from mopa.players import PolicyPlayer
+from mopa.report import intent_report
 from mopa.worldmodel import (
     JEPAWorldConfig,
-    LearnedDynamicsEnv,
-    LearnedDynamicsParams,
     SSMConfig,
     constant_rmse_by_step,
-    dynamics_of,
     episodes_from_dataset,
-    load_world_model,
-    rmse_by_step,
+    fit_and_score,
     save_world_model,
 )
-from mopa.worldmodel import make_train as make_world_train
-
-TRAIN_CONDITIONS = ("unaware", "oracle", "belief")
-"""Training conditions (presets ``exp6_mappo_<condition>``)."""
-
-CONDITIONS = (
-    "unaware",
-    "oracle",
-    "oracle_random_intent",
-    "belief_reactive",
-    "hard_inference",
-    "belief_planner",
-    "flat_belief_planner",
-    "jepa_belief_planner",
-    "supervised_belief_planner",
-    "bc_belief_planner",
-    "mcts_planner",
-    "wm_ssm_planner",
-    "wm_jepa_planner",
-)
-"""Evaluation conditions mopa builds, in table order."""
-
-MISSING_CONDITIONS: tuple[str, ...] = ()
-"""Conditions of the issue not built yet (left out of ``conditions``)."""
-
-PAIRED_PREY = {
-    "unaware": "unaware",
-    "oracle": "oracle",
-    "oracle_random_intent": "oracle",
-    "hard_inference": "oracle",
-    "belief_reactive": "belief",
-    "belief_planner": "belief",
-    "flat_belief_planner": "belief",
-    "jepa_belief_planner": "belief",
-    "supervised_belief_planner": "belief",
-    "bc_belief_planner": "belief",
-    "mcts_planner": "belief",
-    "wm_ssm_planner": "belief",
-    "wm_jepa_planner": "belief",
-}
-"""The training condition whose prey each evaluation condition meets in the
-paired protocol (the research's pairing, ``intent.md``)."""
-
-RESEARCH = {
-    "unaware": 2.68,
-    "oracle": 4.05,
-    "oracle_random_intent": 1.42,
-    "belief_reactive": 2.82,
-    "hard_inference": 2.56,
-    "belief_planner": 4.31,
-    "flat_belief_planner": 3.07,
-    "jepa_belief_planner": 4.08,
-    "wm_ssm_planner": 2.53,
-    "wm_jepa_planner": 0.57,
-}
-"""Captures per episode in the research's Exp 6 write-up."""
-
-RERUNS = {
-    "rerun 1": {
-        "unaware": 3.17,
-        "oracle": 4.23,
-        "oracle_random_intent": 1.40,
-        "belief_reactive": 2.72,
-        "hard_inference": 2.66,
-        "belief_planner": 4.71,
-        "flat_belief_planner": 3.41,
-    },
-    "rerun 2 (partitionable threefry)": {
-        "unaware": 2.77,
-        "oracle": 3.80,
-        "oracle_random_intent": 1.45,
-        "belief_reactive": 2.75,
-        "hard_inference": 2.45,
-        "belief_planner": 4.05,
-        "flat_belief_planner": 3.41,
-    },
-}
-"""The research pipeline rerun on this project's 2-core machine (``intent.md``)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -398,10 +303,6 @@ numbers)."""
 
 
 # -- the game and the trained teams -----------------------------------------------
-def intent_game() -> tuple[Any, Any]:
-    """``tag_intent`` with the intent input on the predators' observation (the
-    true one-hot unless a player replaces it)."""
-    return make("tag_intent", predator_intent_obs=True)
 
 
 def train_config(config: IntentConfig, condition: str, num_seeds: int):
@@ -440,12 +341,6 @@ def train_stage(
     return {"final_captures_per_episode": captures.get("mean"), "run": "run"}
 
 
-def read_teams(folder: Path) -> dict[str, tuple[PolicySpec, Any]]:
-    """``{team: (spec, params [S, ...])}`` of the run a :func:`train_stage` left in
-    ``folder``."""
-    return read_policy_file(folder / "run").teams
-
-
 # -- encoders ----------------------------------------------------------------------
 def classifier_config(config: IntentConfig) -> ClassifierConfig:
     return ClassifierConfig(
@@ -464,27 +359,6 @@ def jepa_config(config: IntentConfig) -> JEPAConfig:
 def encoder_input_size(config: IntentConfig) -> int:
     """Features per prefix the classifier and the JEPA read."""
     return config.grid_size**2 + 2 * config.encoder_recent
-
-
-def bc_config(config: IntentConfig) -> bc_lib.BCConfig:
-    return bc_lib.BCConfig(num_actions=NUM_ACTIONS, num_epochs=config.bc_epochs)
-
-
-def _splits(dataset, seed: int):
-    """``(fit, validation, test)`` chains, stratified by intent."""
-    rest, test = split(dataset, 0.25, seed, stratify="intent")
-    fit, validation = split(rest, 0.2, seed + 1, stratify="intent")
-    return fit, validation, test
-
-
-def _positions_labels(dataset) -> tuple[np.ndarray, np.ndarray]:
-    """The prey's ``[M, T, 2]`` lead positions (:func:`lead_position`: its position
-    plus the step times its velocity, the first two numbers of its observation)
-    and ``[M]`` intents of every episode."""
-    _, params = intent_game()
-    positions = dataset.episodes("pos")[:, :, -1, :]
-    velocities = dataset.episodes("obs.prey")[:, :, 0, :2]
-    return positions + float(params.dt) * velocities, dataset.episode_labels("intent")
 
 
 def _dataset(teams_folder: Path, episodes_per_seed: int, key: jax.Array) -> list:
@@ -515,125 +389,62 @@ def _dataset(teams_folder: Path, episodes_per_seed: int, key: jax.Array) -> list
     return parts
 
 
-def _seed_parts(dataset) -> list:
-    """``dataset``'s chains of each seed, by ``seed_index``."""
-    seeds = dataset["seed_index"]
-    return [dataset.select(np.flatnonzero(seeds == s)) for s in np.unique(seeds)]
-
-
-def _clone_arrays(dataset, K: int, labels: np.ndarray | None = None):
-    """The prey's observations without the intent ``[N, D]``, its actions ``[N]``
-    and the one-hots ``[N, K]`` of every step of ``dataset``: of the intents, or
-    of ``labels`` ``[M]`` (one per episode) if given."""
-    obs = dataset.episodes("obs.prey")[:, :, 0, :]  # [M, T, D + K]
-    actions = dataset.episodes("actions.prey")[:, :, 0]  # [M, T]
-    if labels is None:
-        labels = dataset.episode_labels("intent")
-    z = np.repeat(np.eye(K)[labels][:, None, :], dataset.horizon, 1)
-    return (
-        jnp.asarray(obs[..., :-K].reshape(-1, obs.shape[-1] - K)),
-        jnp.asarray(actions.reshape(-1)),
-        jnp.asarray(z.reshape(-1, K)),
-    )
-
-
-def _posterior_names(model, params, dataset, epsilon: float) -> np.ndarray:
-    """``[M]`` the argmax of the Bayes belief under ``model`` (``params`` one
-    seed's) after each whole episode of ``dataset``: the strategy the model reads
-    in the episode's moves."""
-    K = len(INTENT_CORNERS)
-    fn = lambda ob: model.log_probs(params, ob, K)  # noqa: E731
-    final = jax.jit(jax.vmap(lambda o, a: bayes_beliefs(fn, o, a, K, epsilon)[-1]))(
-        jnp.asarray(dataset.episodes("obs.prey")[:, :, 0, :]),
-        jnp.asarray(dataset.episodes("actions.prey")[:, :, 0]),
-    )
-    return np.asarray(jnp.argmax(final, -1))
-
-
-def _names_right(names: list, parts: list) -> float:
-    """The share of episodes whose name is their intent (a figure for the report;
-    the names never see the intents)."""
-    intents = [part.episode_labels("intent") for part in parts]
-    return float(np.mean(np.concatenate(names) == np.concatenate(intents)))
-
-
-def _encoders(config: IntentConfig, belief_folder: Path, folder: Path) -> dict:
+def encoders_stage(config: IntentConfig, belief_folder: Path, folder: Path) -> dict:
     """The encoders, their temperatures and the behaviour clones, all from one
     dataset: episodes of the prey the planners face in the paired protocol (the
     belief-condition prey of each seed) against its predators."""
     _, params = intent_game()
     key = jax.random.key(config.seed)
-    parts = _dataset(belief_folder, config.data_episodes_per_seed, key)
-    dataset = concatenate(parts)
+    dataset = concatenate(_dataset(belief_folder, config.data_episodes_per_seed, key))
     save_dataset(folder / "dataset.npz", dataset)
-    fit, validation, test = _splits(dataset, config.seed)
+    fit, validation, test = split_episodes(dataset, config.seed)
     K = len(INTENT_CORNERS)
     corners = INTENT_CORNERS * float(params.intent_corner)
     key_classifier, key_jepa, key_bc = jax.random.split(jax.random.fold_in(key, 99), 3)
     lengths = tuple(range(1, fit.horizon + 1))
-
+    paths = dict(grid_size=config.grid_size, recent=config.encoder_recent)
     # (a) supervised prefix classifier, temperature on validation prefixes.
-    positions, labels = _positions_labels(fit)
-    c_config = classifier_config(config)
-    data = make_prefix_data(
-        positions,
-        labels,
-        grid_size=config.grid_size,
-        prefix_lengths=lengths,
-        recent=config.encoder_recent,
+    positions, v_paths = prey_paths(fit)[0], prey_paths(validation)
+    classifier, v_data = fit_prefix_classifier(
+        classifier_config(config),
+        key_classifier,
+        prey_paths(fit),
+        v_paths,
+        lengths=lengths,
+        **paths,
     )
-    c_params, c_metrics = jax.jit(make_train(c_config))(key_classifier, data)
-    v_positions, v_labels = _positions_labels(validation)
-    v_data = make_prefix_data(
-        v_positions,
-        v_labels,
-        grid_size=config.grid_size,
-        prefix_lengths=lengths,
-        recent=config.encoder_recent,
-    )
-    v_logits = c_config.module().apply(c_params, v_data.x)
-    c_temperature = fit_temperature(v_logits, v_data.labels)
-    save_encoder(
-        folder / "classifier.msgpack",
-        c_config,
-        c_params,
-        metadata={"temperature": c_temperature},
-    )
-
-    # (b) JEPA with an arrival readout; no intent labels anywhere: the temperature
-    # is fitted against the corner nearest each held-out trajectory's arrival.
+    # (b) JEPA with an arrival readout; no intent labels anywhere.
     j_config = jepa_config(config)
-    j_data = make_jepa_data(
-        positions,
-        grid_size=config.grid_size,
-        cuts=tuple(range(1, fit.horizon)),
-        target_length=config.jepa_target_length,
-        recent=config.encoder_recent,
-    )
-    j_params, j_metrics = jax.jit(make_train(j_config))(key_jepa, j_data)
-    arrival = predict_arrival(j_config, j_params, v_data.x)
-    nearest = np.argmin(
-        ((v_positions[:, -1, None, :] - corners[None]) ** 2).sum(-1), -1
-    )
-    pseudo_labels = np.repeat(nearest, len(lengths))
-    j_temperature = fit_readout_temperature(arrival, corners, pseudo_labels)
-    save_encoder(
-        folder / "jepa.msgpack",
+    jepa = fit_arrival_readout(
         j_config,
-        j_params,
-        metadata={"temperature": j_temperature},
+        key_jepa,
+        positions,
+        (v_paths[0], v_data.x),
+        corners,
+        target_length=config.jepa_target_length,
+        num_prefixes=len(lengths),
+        **paths,
     )
+    for name, encoder, config_ in (
+        ("classifier", classifier, classifier_config(config)),
+        ("jepa", jepa, j_config),
+    ):
+        save_encoder(
+            folder / f"{name}.msgpack",
+            config_,
+            encoder.params,
+            metadata={"temperature": encoder.temperature},
+        )
 
     # The behaviour clones pi(a | s, z), one per seed (each seed's prey is its own
     # policy), on that seed's fit and validation episodes: with z the intent
     # one-hot (the prey model of ``bc_belief_planner``), and with z the corner the
     # JEPA names for the episode (its readout of the whole episode; no label),
-    # whose Bayes belief is the JEPA planner's. All trained in one vmapped call.
-    clone_fit = _seed_parts(concatenate([fit, validation]))
-    clone_test = _seed_parts(test)
+    # renamed by the clone's own posterior (the JEPA planner's Bayes belief).
+    clone_fit = seed_parts(concatenate([fit, validation]))
 
     def jepa_names(part):
-        part_positions, _ = _positions_labels(part)
+        part_positions, _ = prey_paths(part)
         whole = make_prefix_data(
             part_positions,
             np.zeros(len(part_positions), np.int32),
@@ -641,53 +452,25 @@ def _encoders(config: IntentConfig, belief_folder: Path, folder: Path) -> dict:
             prefix_lengths=(part.horizon,),
             recent=config.encoder_recent,
         )
-        readout = predict_arrival(j_config, j_params, whole.x)
+        readout = predict_arrival(j_config, jepa.params, whole.x)
         return np.argmin(((readout[:, None, :] - corners[None]) ** 2).sum(-1), -1)
 
-    names = [jepa_names(part) for part in clone_fit]
-    fit_arrays = [_clone_arrays(part, K) for part in clone_fit] + [
-        _clone_arrays(part, K, labels)
-        for part, labels in zip(clone_fit, names, strict=True)
-    ]
-    n = min(len(arrays[1]) for arrays in fit_arrays)
-    stacked = [jnp.stack([arrays[i][:n] for arrays in fit_arrays]) for i in range(3)]
     b_config = bc_config(config)
-    both_params, both_metrics = jax.jit(jax.vmap(bc_lib.make_train(b_config)))(
-        jax.random.split(key_bc, len(fit_arrays)), *stacked
-    )
-    S = len(clone_fit)
-    b_params = jax.tree.map(lambda x: x[:S], both_params)
-    j_clone = jax.tree.map(lambda x: x[S:], both_params)
-    train_clones = jax.jit(jax.vmap(bc_lib.make_train(b_config)))
     obs_size = fit.episodes("obs.prey").shape[-1] - K
     model = PreyModel(
         bc_lib.bc_policy_spec(b_config, obs_size, K), config.greedy_prey_model
     )
-    j_loss = np.asarray(both_metrics.loss)[S:, -1].mean()
-    names_right = [_names_right(names, clone_fit)]
-    for r in range(config.jepa_name_rounds):
-        # Rename each episode by the clone's posterior after the whole episode,
-        # then refit: the clone's reading of the moves corrects the names of
-        # episodes whose arrival was not their corner.
-        names = [
-            _posterior_names(
-                model,
-                jax.tree.map(lambda x, s=s: x[s], j_clone),
-                part,
-                config.bayes_epsilon,
-            )
-            for s, part in enumerate(clone_fit)
-        ]
-        arrays = [
-            _clone_arrays(part, K, labels)
-            for part, labels in zip(clone_fit, names, strict=True)
-        ]
-        stacked = [jnp.stack([a[i][:n] for a in arrays]) for i in range(3)]
-        j_clone, clone_metrics = train_clones(
-            jax.random.split(jax.random.fold_in(key_bc, r + 1), S), *stacked
-        )
-        j_loss = np.asarray(clone_metrics.loss)[:, -1].mean()
-        names_right.append(_names_right(names, clone_fit))
+    b_params, j_clone, both_metrics, j_loss, names_right = fit_named_clones(
+        b_config,
+        key_bc,
+        clone_fit,
+        [jepa_names(part) for part in clone_fit],
+        K,
+        rounds=config.jepa_name_rounds,
+        rename=lambda params, part: posterior_names(
+            lambda ob: model.log_probs(params, ob, K), part, K, config.bayes_epsilon
+        ),
+    )
     for name, clone in (("bc", b_params), ("bc_jepa", j_clone)):
         write_msgpack(
             folder / f"{name}.msgpack",
@@ -699,12 +482,13 @@ def _encoders(config: IntentConfig, belief_folder: Path, folder: Path) -> dict:
                 bc_lib.action_match(
                     b_config,
                     jax.tree.map(lambda x, s=s: x[s], b_params),
-                    *_clone_arrays(test_part, K),
+                    *clone_arrays(test_part, K),
                 )
             )
-            for s, test_part in enumerate(clone_test)
+            for s, test_part in enumerate(seed_parts(test))
         ]
     )
+    S = len(clone_fit)
     return {
         "num_episodes": {
             "fit": fit.num_episodes,
@@ -713,10 +497,10 @@ def _encoders(config: IntentConfig, belief_folder: Path, folder: Path) -> dict:
             "clone_fit": sum(part.num_episodes for part in clone_fit),
             "clone_test": test.num_episodes,
         },
-        "classifier_temperature": float(c_temperature),
-        "classifier_final_loss": float(np.asarray(c_metrics["loss"])[-1]),
-        "jepa_temperature": float(j_temperature),
-        "jepa_final_loss": float(np.asarray(j_metrics["loss"])[-1]),
+        "classifier_temperature": float(classifier.temperature),
+        "classifier_final_loss": float(np.asarray(classifier.metrics["loss"])[-1]),
+        "jepa_temperature": float(jepa.temperature),
+        "jepa_final_loss": float(np.asarray(jepa.metrics["loss"])[-1]),
         "bc_final_loss": float(np.asarray(both_metrics.loss)[:S, -1].mean()),
         "bc_jepa_final_loss": float(j_loss),
         "jepa_names_match_intent_by_round": names_right,
@@ -725,10 +509,6 @@ def _encoders(config: IntentConfig, belief_folder: Path, folder: Path) -> dict:
 
 
 # -- learned world models ------------------------------------------------------------
-WORLD_MODELS = ("ssm", "jepa")
-"""The learned world models (``wm_<name>_planner``)."""
-
-
 def world_model_configs(config: IntentConfig, num_agents: int) -> dict:
     """``{name: config}`` of the learned world models."""
     return {
@@ -745,17 +525,13 @@ def world_model_configs(config: IntentConfig, num_agents: int) -> dict:
     }
 
 
-def _world_dynamics(wm_config):
-    """The dynamics the planner rolls: an ensemble member drawn every step (one
-    network per step instead of all of them), or the JEPA."""
-    return dynamics_of(wm_config, member="sample")
-
-
-def _world_models(config: IntentConfig, encoder_folder: Path, folder: Path) -> dict:
+def world_models_stage(
+    config: IntentConfig, encoder_folder: Path, folder: Path
+) -> dict:
     """Train both world models on the encoder dataset's fit and validation
     episodes; their open-loop position RMSE by step on its test episodes."""
     env, _ = intent_game()
-    fit, validation, test = _splits(
+    fit, validation, test = split_episodes(
         load_dataset(encoder_folder / "dataset.npz"), config.seed
     )
     train = episodes_from_dataset(concatenate([fit, validation]))
@@ -764,535 +540,13 @@ def _world_models(config: IntentConfig, encoder_folder: Path, folder: Path) -> d
     out = {}
     configs = world_model_configs(config, env.num_agents)
     for i, (name, wm_config) in enumerate(configs.items()):
-        wm_params, metrics = jax.jit(make_world_train(wm_config))(
-            jax.random.fold_in(key, i), train
+        wm_params, out[name] = fit_and_score(
+            wm_config, jax.random.fold_in(key, i), train, held_out
         )
-        dynamics = _world_dynamics(wm_config)
-        by_step = rmse_by_step(dynamics, wm_params, held_out, k=5)
-        through = rmse_by_step(dynamics, wm_params, held_out, k=5, through_state=True)
-        out[name] = {
-            "rmse_5step": float(by_step[-1]),
-            "rmse_by_step": np.asarray(by_step).tolist(),
-            "rmse_5step_through_state": float(through[-1]),
-            "final_loss": float(np.asarray(metrics["loss"])[-1]),
-        }
         save_world_model(folder / f"{name}.msgpack", wm_config, wm_params, out[name])
     baseline = constant_rmse_by_step(held_out, k=5)
     out["standing_still_rmse_5step"] = float(np.asarray(baseline)[-1])
     return out
-
-
-def _load_encoders(folder: Path):
-    c_config, c_params = load_encoder(folder / "classifier.msgpack")
-    j_config, j_params = load_encoder(folder / "jepa.msgpack")
-    bc_params, bc_jepa_params = (
-        jax.tree.map(
-            jnp.asarray,
-            read_msgpack(folder / f"{name}.msgpack", "mopa-intent-bc", noun="clone")[
-                "params"
-            ],
-        )
-        for name in ("bc", "bc_jepa")
-    )
-    return (c_config, c_params), (j_config, j_params), (bc_params, bc_jepa_params)
-
-
-# -- calibration -------------------------------------------------------------------
-def _calibration(
-    config: IntentConfig,
-    encoders: dict,
-    encoder_folder: Path,
-    belief_folder: Path,
-    folder: Path,
-) -> dict:
-    _, params = intent_game()
-    K = len(INTENT_CORNERS)
-    dataset = load_dataset(encoder_folder / "dataset.npz")
-    _, _, test = _splits(dataset, config.seed)
-    positions, labels = _positions_labels(test)
-    (c_config, c_params), (j_config, j_params), (bc_params, bc_jepa_params) = (
-        _load_encoders(encoder_folder)
-    )
-    corners = jnp.asarray(INTENT_CORNERS) * params.intent_corner
-    sources = {
-        "classifier": (
-            classifier_logits_fn(
-                c_config, c_params, config.grid_size, config.encoder_recent
-            ),
-            encoders["classifier_temperature"],
-        ),
-        "jepa": (
-            jepa_logits_fn(
-                j_config, j_params, config.grid_size, corners, config.encoder_recent
-            ),
-            encoders["jepa_temperature"],
-        ),
-    }
-    beliefs = {
-        name: jax.jit(
-            jax.vmap(
-                lambda trajectory, fn=fn, t=t: prefix_beliefs(
-                    fn, trajectory, K, t, config.min_belief_steps
-                )
-            )
-        )(jnp.asarray(positions))
-        for name, (fn, t) in sources.items()
-    }
-    # Bayes: the belief at step t has seen the actions before t. From the prey's
-    # own policy (the online belief: the belief-condition prey of each episode's
-    # seed), from its behaviour clone and from the clone of the JEPA's names, on
-    # the same held-out episodes.
-    prey_spec, prey_params = read_teams(belief_folder)["prey"]
-    obs_size = prey_spec.obs_size - K
-    clone_spec = bc_lib.bc_policy_spec(bc_config(config), obs_size, K)
-    greedy = config.greedy_prey_model
-    for name, model, stacked in (
-        ("bayes", PreyModel(prey_spec, greedy), prey_params),
-        ("bc_bayes", PreyModel(clone_spec, greedy), bc_params),
-        ("jepa_bayes", PreyModel(clone_spec, greedy), bc_jepa_params),
-    ):
-
-        def after(o, a, s, model=model, stacked=stacked):
-            p = jax.tree.map(lambda x: x[s], stacked)
-            fn = lambda ob: model.log_probs(p, ob, K)  # noqa: E731
-            return bayes_beliefs(fn, o, a, K, config.bayes_epsilon)
-
-        updated = jax.jit(jax.vmap(after))(
-            jnp.asarray(test.episodes("obs.prey")[:, :, 0, :]),
-            jnp.asarray(test.episodes("actions.prey")[:, :, 0]),
-            jnp.asarray(test.episode_labels("seed_index")),
-        )
-        uniform = jnp.full((updated.shape[0], 1, K), 1.0 / K)
-        beliefs[name] = jnp.concatenate([uniform, updated[:, :-1]], 1)
-    out: dict[str, Any] = {"num_episodes": int(len(labels))}
-    labels = jnp.asarray(labels)
-    for name, belief in beliefs.items():
-        diagram = reliability_diagram(
-            belief.reshape(-1, K),
-            jnp.repeat(labels, belief.shape[1]),
-            config.calibration_bins,
-        )
-        out[name] = {
-            "accuracy_by_step": np.asarray(accuracy_by_step(belief, labels)).tolist(),
-            "ece_by_step": np.asarray(
-                ece_by_step(belief, labels, config.calibration_bins)
-            ).tolist(),
-            "reliability": {
-                "confidence": _nan_to_none(diagram.confidence),
-                "accuracy": _nan_to_none(diagram.accuracy),
-                "count": np.asarray(diagram.count).tolist(),
-            },
-        }
-    write_json(folder / "calibration.json", out)
-    return out
-
-
-def _nan_to_none(values) -> list:
-    return [None if not math.isfinite(v) else float(v) for v in np.asarray(values)]
-
-
-# -- evaluation --------------------------------------------------------------------
-def _captures_reward(state, rewards, info) -> jax.Array:
-    """The planner's per-step reward: captures (predator-prey overlaps)."""
-    del state, rewards
-    return jnp.asarray(info["captures"], jnp.float32)
-
-
-def _prey_distance_leaf(params, state, obs) -> jax.Array:
-    """Minus the imagined prey's distance to the nearest predator."""
-    del params, obs
-    P = state.pos.shape[0] - 1
-    gap = state.pos[:P] - state.pos[P]
-    return -jnp.min(jnp.sqrt(jnp.sum(gap * gap, -1)))
-
-
-def lookahead_planner(
-    config, env, own_spec, opponent_spec, clone=False
-) -> LookaheadPlayer:
-    """The joint lookahead of the planner conditions (an :class:`IntentConfig`'s
-    rollouts, horizon, discount and leaf weight; the predators' ``own_spec`` after
-    the root; captures as the reward, minus the imagined prey's distance to the
-    nearest predator at the leaf), with the prey ``opponent_spec`` under an intent
-    drawn from the belief per rollout; ``clone``: the rollout prey is the
-    behaviour clone (sampled at ``clone_temperature``)."""
-    K = env.num_intents
-    lookahead = LookaheadConfig(
-        num_rollouts=config.planner_rollouts,
-        horizon=config.planner_horizon,
-        gamma=config.planner_gamma,
-        mode="joint",
-        leaf_weight=config.distance_weight
-        / config.planner_gamma**config.planner_horizon,
-    )
-    if clone and config.clone_temperature > 0:
-        prey = PolicyOpponentModel(
-            opponent_spec, team=PREY, temperature=config.clone_temperature
-        )
-    else:
-        prey = PolicyOpponentModel(
-            opponent_spec, team=PREY, greedy=config.greedy_prey_model
-        )
-    return LookaheadPlayer(
-        env=env,
-        team=PREDATOR,
-        config=lookahead,
-        opponent_model=IntentConditionedModel(prey, K),
-        own_spec=own_spec,
-        reward_fn=_captures_reward,
-        leaf_fn=_prey_distance_leaf,
-    )
-
-
-def tree_search_planner(config, env, own_spec, opponent_spec) -> MCTSPlayer:
-    """The tree search of ``mcts_planner``: Gumbel MuZero over the same joint
-    actions, at the lookahead's simulator budget (steps per decision), with one
-    particle per rollout and the same leaf term."""
-    lookahead = lookahead_planner(config, env, own_spec, opponent_spec)
-    search = MCTSConfig.for_budget(
-        simulator_steps_per_decision(lookahead),
-        num_particles=config.mcts_particles,
-        leaf_horizon=config.planner_horizon - 1,  # one tree step, then the rollout
-        gamma=config.planner_gamma,
-        leaf_weight=lookahead.config.leaf_weight,
-        gumbel_scale=0.0,
-    )
-    return MCTSPlayer(
-        env=env,
-        team=PREDATOR,
-        config=search,
-        opponent_model=lookahead.opponent_model,
-        own_spec=own_spec,
-        reward_fn=_captures_reward,
-        leaf_fn=_prey_distance_leaf,
-    )
-
-
-BELIEF_SOURCES = ("bayes", "classifier", "jepa", "flat")
-"""Belief sources of the predators that keep one (``params.source`` indexes
-them); ``bayes`` (exact Bayes from the prey's own policy) is the online belief."""
-
-
-def build_entries(
-    config: IntentConfig, teams: dict, encoder_folder: Path, wm_folder: Path
-) -> dict:
-    """Every evaluation condition as a tournament entry, and the prey entries.
-
-    Returns:
-        ``{"predators": {NAME: TournamentEntry}, "prey": {CONDITION:
-        TournamentEntry}}``.
-    """
-    env, params = intent_game()
-    K = env.num_intents
-    (c_config, c_params), (j_config, j_params), (bc_params, bc_jepa_params) = (
-        _load_encoders(encoder_folder)
-    )
-    encoders = json.loads((encoder_folder / "stage.json").read_text())["result"]
-    b_config = bc_config(config)
-    prey_spec = teams["belief"]["prey"][0]
-    clone_spec = bc_lib.bc_policy_spec(b_config, prey_spec.obs_size - K, K)
-    unaware_spec, unaware_params = teams["unaware"]["predator"]
-    oracle_spec, oracle_params = teams["oracle"]["predator"]
-    belief_spec, belief_params = teams["belief"]["predator"]
-    S = jax.tree.leaves(oracle_params)[0].shape[0]
-    greedy = config.greedy_prey_model
-    common = dict(
-        classifier=c_config,
-        jepa=j_config,
-        grid_size=config.grid_size,
-        recent=config.encoder_recent,
-        min_steps=config.min_belief_steps,
-        commit_step=config.commit_step,
-        bayes_epsilon=config.bayes_epsilon,
-    )
-    unaware = IntentPredator(env, unaware_spec, feed_none=True, **common)
-    reactive = IntentPredator(
-        env,
-        oracle_spec,
-        sources=BELIEF_SOURCES,
-        prey_model=PreyModel(prey_spec, greedy),
-        **common,
-    )
-    true_planner = IntentPredator(
-        env,
-        belief_spec,
-        sources=BELIEF_SOURCES,
-        planner=lookahead_planner(config, env, belief_spec, prey_spec),
-        prey_model=PreyModel(prey_spec, greedy),
-        **common,
-    )
-    clone_planner = IntentPredator(
-        env,
-        belief_spec,
-        sources=("bayes",),
-        planner=lookahead_planner(config, env, belief_spec, clone_spec, clone=True),
-        prey_model=PreyModel(clone_spec, greedy),
-        **common,
-    )
-    jepa_planner = IntentPredator(
-        env,
-        belief_spec,
-        sources=("bayes",),
-        planner=lookahead_planner(config, env, belief_spec, prey_spec),
-        prey_model=PreyModel(clone_spec, greedy),
-        **common,
-    )
-    mcts_planner = IntentPredator(
-        env,
-        belief_spec,
-        sources=BELIEF_SOURCES,
-        planner=tree_search_planner(config, env, belief_spec, prey_spec),
-        prey_model=PreyModel(prey_spec, greedy),
-        **common,
-    )
-
-    def entry_params(policy_params, source, feed, prey_params, planner_opponent=None):
-        """``prey_params``: the Bayes source's prey model (``[S]``-stacked);
-        ``planner_opponent``: the planner's rollout prey, if it plans."""
-        return intent_predator_params(
-            params,
-            S,
-            policy_params,
-            source=BELIEF_SOURCES.index(source),
-            feed=feed,
-            bayes_params=prey_params,
-            planner_opponent=planner_opponent,
-            classifier=(c_params, encoders["classifier_temperature"]),
-            jepa=(j_params, encoders["jepa_temperature"]),
-        )
-
-    # Each predator models the prey it was co-trained with (its seed's); the
-    # clone planner models the behaviour clone only.
-    prey_oracle = teams["oracle"]["prey"][1]
-    prey_belief = teams["belief"]["prey"][1]
-    clone = bc_params  # one clone per seed
-    oracle_fed = dict(source="bayes", prey_params=prey_oracle)
-    planning = dict(
-        feed="belief", prey_params=prey_belief, planner_opponent=prey_belief
-    )
-    predators = {
-        "unaware": (
-            unaware,
-            entry_params(unaware_params, "flat", "none", prey_oracle),
-        ),
-        "oracle": (reactive, entry_params(oracle_params, feed="true", **oracle_fed)),
-        "oracle_random_intent": (
-            reactive,
-            entry_params(oracle_params, feed="random", **oracle_fed),
-        ),
-        "hard_inference": (
-            reactive,
-            entry_params(oracle_params, feed="commit", **oracle_fed),
-        ),
-        "belief_reactive": (
-            reactive,
-            entry_params(belief_params, "bayes", "belief", prey_belief),
-        ),
-        "belief_planner": (
-            true_planner,
-            entry_params(belief_params, "bayes", **planning),
-        ),
-        "flat_belief_planner": (
-            true_planner,
-            entry_params(belief_params, "flat", **planning),
-        ),
-        "jepa_belief_planner": (
-            jepa_planner,
-            entry_params(
-                belief_params,
-                "bayes",
-                "belief",
-                bc_jepa_params,
-                planner_opponent=prey_belief,
-            ),
-        ),
-        "supervised_belief_planner": (
-            true_planner,
-            entry_params(belief_params, "classifier", **planning),
-        ),
-        "bc_belief_planner": (
-            clone_planner,
-            entry_params(
-                belief_params, "bayes", "belief", clone, planner_opponent=clone
-            ),
-        ),
-        "mcts_planner": (
-            mcts_planner,
-            entry_params(belief_params, "bayes", **planning),
-        ),
-    }
-    # The belief planner rolled through each learned world model: the game's
-    # rewards and observations, the model's physics.
-    base_player, base_params = predators["belief_planner"]
-    for name in WORLD_MODELS:
-        wm_config, wm_params, _ = load_world_model(wm_folder / f"{name}.msgpack")
-        wm_env = LearnedDynamicsEnv(env, _world_dynamics(wm_config))
-        planner = dataclasses.replace(base_player.planner, env=wm_env)
-        planner_params = base_params.planner_params.replace(
-            env_params=broadcast_seeds(LearnedDynamicsParams(params, wm_params), S)
-        )
-        predators[f"wm_{name}_planner"] = (
-            dataclasses.replace(base_player, planner=planner),
-            base_params.replace(planner_params=planner_params),
-        )
-    prey = {
-        condition: TournamentEntry(
-            f"prey_{condition}",
-            PolicyPlayer(teams[condition]["prey"][0]),
-            teams[condition]["prey"][1],
-        )
-        for condition in TRAIN_CONDITIONS
-    }
-    return {
-        "predators": {
-            name: TournamentEntry(name, player, entry_params)
-            for name, (player, entry_params) in predators.items()
-        },
-        "prey": prey,
-    }
-
-
-def condition_stats(values: np.ndarray, num_seeds: int) -> dict:
-    """``{"mean", "ci95", "n_episodes", "n_seeds"}`` of the captures ``values`` (any
-    shape, every entry an episode): the normal 95% interval over episodes."""
-    return {
-        **mean_interval(values),
-        "n_episodes": int(np.size(values)),
-        "n_seeds": int(num_seeds),
-    }
-
-
-def _eval_paired(config, teams, encoder_folder, wm_folder, folder, progress) -> dict:
-    env, params = intent_game()
-    entries = build_entries(config, teams, encoder_folder, wm_folder)
-    S = jax.tree.leaves(teams["oracle"]["prey"][1])[0].shape[0]
-    conditions, seed_means = {}, {}
-    for prey_condition in TRAIN_CONDITIONS:
-        rows = [
-            entries["predators"][name]
-            for name in CONDITIONS
-            if PAIRED_PREY[name] == prey_condition
-        ]
-        progress(
-            f"[eval_paired] {', '.join(r.name for r in rows)} vs prey_{prey_condition}"
-        )
-        result = play_tournament(
-            env,
-            params,
-            rows,
-            [entries["prey"][prey_condition]],
-            jax.random.fold_in(jax.random.key(config.seed), 7),
-            num_episodes=config.eval_episodes,
-            pairing="paired",
-        )
-        captures = result.metric("captures")  # [R, 1, S, N]
-        for r, name in enumerate(result.row_names):
-            conditions[name] = condition_stats(captures[r], S)
-            seed_means[name] = captures[r, 0].mean(-1).tolist()
-    ordered = {name: conditions[name] for name in CONDITIONS}
-    write_json(
-        folder / "paired.json", {"conditions": ordered, "seed_means": seed_means}
-    )
-    return {"conditions": ordered, "seed_means": seed_means}
-
-
-def common_episodes(config: IntentConfig, num_seeds: int) -> int:
-    """Episodes per seed pair of the common-opponent protocol, so that a condition
-    plays at least ``eval_episodes`` episodes per predator seed over the pool of
-    ``3 x num_seeds`` prey."""
-    return math.ceil(config.eval_episodes / (len(TRAIN_CONDITIONS) * num_seeds))
-
-
-def _eval_common(config, teams, encoder_folder, wm_folder, folder, progress) -> dict:
-    env, params = intent_game()
-    entries = build_entries(config, teams, encoder_folder, wm_folder)
-    S = jax.tree.leaves(teams["oracle"]["prey"][1])[0].shape[0]
-    progress(f"[eval_common] {len(CONDITIONS)} conditions vs the pool of prey")
-    result = play_tournament(
-        env,
-        params,
-        [entries["predators"][name] for name in CONDITIONS],
-        [entries["prey"][c] for c in TRAIN_CONDITIONS],
-        jax.random.fold_in(jax.random.key(config.seed), 11),
-        num_episodes=common_episodes(config, S),
-        pairing="all",
-    )
-    captures = result.metric("captures")  # [R, C, S*S, N]
-    conditions = {
-        name: condition_stats(captures[r], S) for r, name in enumerate(result.row_names)
-    }
-    per_prey = {
-        name: {
-            prey: float(captures[r, c].mean())
-            for c, prey in enumerate(result.column_names)
-        }
-        for r, name in enumerate(result.row_names)
-    }
-    write_json(folder / "common.json", {"conditions": conditions, "per_prey": per_prey})
-    return {"conditions": conditions, "per_prey": per_prey}
-
-
-# -- the GIF -----------------------------------------------------------------------
-def record_episode(env, params, players, player_params, key, horizon: int):
-    """One episode's states ``[T]`` (the state each action was taken in) and the
-    first team's carry ``[T, A, H]`` after acting in it (it holds the belief the
-    action used)."""
-
-    @jax.jit
-    def play(player_params, key):
-        key_reset, key_run = jax.random.split(key)
-        obs, state = env.reset(key_reset, params)
-        carries = tuple(initial_player_carry(p) for p in players)
-
-        def step(carry, key):
-            obs, state, carries, first = carry
-            key_env, actions, carries = act_all(
-                players, player_params, key, state, obs, carries, first
-            )
-            obs_next, state_next, *_ = env.step(key_env, state, actions, params)
-            record = (state, carries[0])
-            return (obs_next, state_next, carries, jnp.zeros((), bool)), record
-
-        init = (obs, state, carries, jnp.ones((), bool))
-        _, (states, carry0) = jax.lax.scan(
-            step, init, jax.random.split(key_run, horizon)
-        )
-        return states, carry0
-
-    return play(player_params, key)
-
-
-def _gif(config, teams, encoder_folder, wm_folder, folder) -> dict:
-    from mopa.report.render import render_episode, save_gif
-
-    env, params = intent_game()
-    entries = build_entries(config, teams, encoder_folder, wm_folder)
-    planner = entries["predators"]["belief_planner"]
-    prey = entries["prey"]["belief"]
-    first = lambda tree: jax.tree.map(lambda x: x[0], tree)  # noqa: E731
-    states, carries = record_episode(
-        env,
-        params,
-        (planner.player, prey.player),
-        (first(planner.params), first(prey.params)),
-        jax.random.fold_in(jax.random.key(config.seed), 13),
-        int(params.max_steps),
-    )
-    beliefs = np.stack(
-        [np.asarray(planner.player.unpack(row[0]).belief) for row in carries]
-    )
-    corners = INTENT_CORNERS * float(params.intent_corner)
-    heading = beliefs @ corners  # the belief-weighted corner
-    frames = render_episode(
-        env,
-        states,
-        params,
-        beliefs=beliefs,
-        predictions=heading,
-        size=config.gif_size,
-        title="belief planner",
-    )
-    save_gif(folder / "belief_planner.gif", frames, fps=4)
-    return {"frames": len(frames), "gif": "belief_planner.gif"}
 
 
 # -- the whole run -----------------------------------------------------------------
@@ -1329,7 +583,9 @@ def run_intent(config: IntentConfig, seeds: int | None, progress, stages) -> dic
             (
                 "encoders",
                 encoder_config,
-                lambda folder: _encoders(config, stages.folder("train_belief"), folder),
+                lambda folder: encoders_stage(
+                    config, stages.folder("train_belief"), folder
+                ),
             ),
         ]
     )
@@ -1341,7 +597,7 @@ def run_intent(config: IntentConfig, seeds: int | None, progress, stages) -> dic
             (
                 "calibration",
                 encoder_stage,
-                lambda folder: _calibration(
+                lambda folder: calibration_stage(
                     config,
                     encoders,
                     encoder_folder,
@@ -1352,7 +608,7 @@ def run_intent(config: IntentConfig, seeds: int | None, progress, stages) -> dic
             (
                 "world_models",
                 encoder_stage,
-                lambda folder: _world_models(config, encoder_folder, folder),
+                lambda folder: world_models_stage(config, encoder_folder, folder),
             ),
         ]
     )
@@ -1369,14 +625,22 @@ def run_intent(config: IntentConfig, seeds: int | None, progress, stages) -> dic
             (
                 "eval_paired",
                 eval_config,
-                lambda folder: _eval_paired(config, teams, *folders, folder, progress),
+                lambda folder: eval_paired_stage(
+                    config, teams, *folders, folder, progress
+                ),
             ),
             (
                 "eval_common",
                 eval_config,
-                lambda folder: _eval_common(config, teams, *folders, folder, progress),
+                lambda folder: eval_common_stage(
+                    config, teams, *folders, folder, progress
+                ),
             ),
-            ("gif", eval_config, lambda folder: _gif(config, teams, *folders, folder)),
+            (
+                "gif",
+                eval_config,
+                lambda folder: gif_stage(config, teams, *folders, folder),
+            ),
         ]
     )
     online = calibration["bayes"]
@@ -1395,24 +659,12 @@ def run_intent(config: IntentConfig, seeds: int | None, progress, stages) -> dic
     }
 
 
-def _markdown(results: dict) -> str:
-    from mopa.report.intent_report import results_markdown
-
-    return results_markdown(results, RESEARCH, RERUNS, MISSING_CONDITIONS)
-
-
-def _plots(results: dict, out: Path) -> list[Path]:
-    from mopa.report.intent_report import write_report
-
-    return write_report(results, Path(out), RESEARCH, RERUNS, MISSING_CONDITIONS)
-
-
 register_experiment(
     "intent",
     run_intent,
     PROFILES,
     "default",
-    plot_fn=_plots,
+    plot_fn=intent_report.write_report,
     description="Exp 6: infer the prey's hidden corner and plan against the belief",
-    markdown_fn=_markdown,
+    markdown_fn=intent_report.results_markdown,
 )

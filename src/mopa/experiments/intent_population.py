@@ -4,7 +4,7 @@ intent_population``.
 
 The game is Exp 6's ``tag_intent`` (:mod:`mopa.experiments.intent`): the prey
 secretly heads for one of four corners each episode. Stages (each reused when
-re-run with the same config, see :mod:`mopa.experiments.stages`):
+re-run with the same config, see :mod:`mopa.core.stages`):
 
 1. ``train_<condition>``: a **prey population**, MAPPO co-training of the prey
    with its predators under every condition of ``config.conditions`` (see
@@ -28,99 +28,56 @@ re-run with the same config, see :mod:`mopa.experiments.stages`):
    log-likelihood of the moves under the population's Bayes predictive against
    each single clone's (the best single clone chosen in hindsight, on the
    held-out data itself: the strongest single-clone comparator).
-5. ``eval``: every row (:data:`ROWS`) against every prey, one tournament per prey
-   (``eval_episodes`` episodes per predator seed): pooled over the held-out prey,
-   over the fitting set (the generalisation gap) and against each out-of-family
-   prey of ``config.out_of_family`` (:data:`OUT_OF_FAMILY_PREY`: the
-   :class:`~mopa.experiments.intent_population_players.EvaderPrey` and the
-   :class:`~mopa.experiments.intent_population_players.WandererPrey`;
-   ``out_of_family_episodes`` per seed; no ``true_model_planner`` there: it has
-   no policy network), with ``population_planner``'s difference from
-   ``flat_belief_planner`` there and its interval, per prey and pooled (every row
-   plays the same episodes there, so the difference is paired:
-   ``paired_out_of_family``).
+5. ``eval``: every row (:data:`ROWS`) against every prey (``eval_episodes`` per
+   predator seed): pooled over the held-out prey, over the fitting set (the
+   generalisation gap) and against each out-of-family prey
+   (:data:`OUT_OF_FAMILY_PREY`, ``out_of_family_episodes`` each), with
+   ``population_planner``'s paired difference from ``flat_belief_planner``
+   there.
 6. ``adaptation``: ``population_planner`` plays matches of ``match_episodes``
-   consecutive episodes against one prey (the intent redrawn every episode; the
-   member belief carried by :func:`~mopa.opponent.population.reset_intent`),
-   against every held-out prey and every out-of-family prey: captures by episode
-   index, the paired difference of the second half's mean over the first episode,
-   and the belief's none-fits probability and largest member probability through
-   the match (recomputed from the recorded moves as the player computes it online),
-   and with ``online_fallback`` the weight of the fallback's online correction at
-   each episode's end (:func:`match_residuals`).
-   It runs at the same time as ``eval``
-   (:meth:`~mopa.experiments.stages.Stages.run_together`), with the same numbers
+   consecutive episodes against every held-out and out-of-family prey: captures
+   by episode, the late episodes' gain over the first, and the belief (and with
+   ``online_fallback`` the correction's weight) through the match, replayed from
+   the recorded moves. It runs beside ``eval``
+   (:meth:`~mopa.core.stages.Stages.run_together`), with the same numbers
    as alone.
 
-Rows (all use the predators of the ``predator_seeds``):
-
-* ``unaware``: the unaware-condition predators (no intent input);
-* ``oracle``: the oracle-condition predators fed the true corner;
-* ``flat_belief_planner``: the joint lookahead
-  (:func:`~mopa.experiments.intent.lookahead_planner`, the belief-condition
-  predators after the root) with its seed's belief-condition prey as the prey
-  model, under a uniform intent belief;
-* ``belief_planner``: the same model with exact Bayes under it (Exp 6's planner:
-  the own-seed model);
-* ``population_planner``: the lookahead with the population model, drawing an
-  (intent, member) per rollout from the joint belief, updated online from the
-  prey's moves (:class:`~mopa.experiments.intent_population_players.
-  PopulationPredator`); when none fits, the flat-belief planner's prey model,
-  corrected online to the prey's moves (``online_fallback``,
-  :mod:`mopa.opponent.online`; linear in the prey's threat features,
-  ``online_features``, beside a fit of those features alone, ``online_free_fit``);
-* ``population_mcts``: the tree search (:func:`~mopa.experiments.intent.
-  tree_search_planner`'s budget) with the same model and belief, its none-fits
-  probability from a prior of its own (``mcts_planning_prior``);
-* ``true_model_planner``: the lookahead and exact Bayes given the faced prey's own
-  policy (the upper bound).
+The rows and how they play: :mod:`mopa.experiments.intent_population_rows`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from mopa.algos.presets import check_recipe
-from mopa.core.checkpoint import read_msgpack, write_msgpack
+from mopa.core.checkpoint import write_msgpack
 from mopa.core.checks import (
     check_discount,
     check_fields,
     check_fraction,
+    check_keys,
     check_probability,
 )
 from mopa.core.files import write_json
 from mopa.core.runinfo import run_metadata
 from mopa.envs import make
-from mopa.envs.pursuit import INTENT_CORNERS, NUM_ACTIONS, PREY, PursuitEnv
+from mopa.envs.pursuit import INTENT_CORNERS, NUM_ACTIONS
 from mopa.errors import InvalidParameterError
-from mopa.eval.intervals import difference_interval, mean_interval
-from mopa.eval.tournament import TournamentEntry, broadcast_seeds, play_tournament
-from mopa.experiments.intent import (
-    IntentConfig,
-    condition_stats,
-    intent_game,
-    lookahead_planner,
-    read_teams,
-    train_config,
-    train_stage,
-    tree_search_planner,
-)
-from mopa.experiments.intent_players import (
-    IntentPredator,
-    PreyModel,
-    intent_predator_params,
-)
-from mopa.experiments.intent_population_players import (
-    EvaderPrey,
-    PopulationPredator,
-    WandererPrey,
+from mopa.experiments.intent import IntentConfig, train_config, train_stage
+from mopa.experiments.intent_conditions import read_teams
+from mopa.experiments.intent_population_rows import (
+    ONLINE_FEATURES,
+    OUT_OF_FAMILY_PREY,
+    POPULATION_FORMAT,
+    adaptation_stage,
+    eval_stage,
+    load_clones,
 )
 from mopa.experiments.registry import (
     ABSENT_MEANS,
@@ -129,39 +86,17 @@ from mopa.experiments.registry import (
     register_experiment,
 )
 from mopa.opponent.bc import BCConfig
+from mopa.opponent.beliefs import beliefs_acted_on
 from mopa.opponent.calibration import accuracy_by_step, ece_by_step
 from mopa.opponent.data import generate, load_dataset, save_dataset
-from mopa.opponent.online import (
-    OnlineResidualConfig,
-    OnlineResidualState,
-    init_online_residual,
-    observe_residual,
-    residual_weight,
-)
 from mopa.opponent.population import (
     MemberData,
-    PopulationBeliefState,
     PopulationConfig,
     fit_population,
-    init_population_belief,
+    held_out_likelihoods,
     intent_belief,
-    member_belief,
     member_data,
-    none_fits_probability,
-    observe_opponent,
-    population_beliefs,
-    population_log_probs,
     recognition_prior,
-    reset_intent,
-)
-from mopa.planning import (
-    IntentModelParams,
-    LookaheadParams,
-    OnlineResidualModel,
-    PopulationModelParams,
-    PopulationOpponentModel,
-    predictive_logits,
-    residual_params,
 )
 from mopa.players import PolicyPlayer
 
@@ -178,44 +113,13 @@ intent bonus (4 -> 2: a prey that trades its corner for safety sooner);
 ``oracle_entropy`` triples the entropy weight (0.01 -> 0.03: a less decided
 prey)."""
 
-ROWS = (
-    "unaware",
-    "oracle",
-    "flat_belief_planner",
-    "belief_planner",
-    "population_planner",
-    "population_mcts",
-    "true_model_planner",
-)
-"""Evaluation rows, in table order."""
-
-OUT_OF_FAMILY_PREY = {"evader": EvaderPrey, "wanderer": WandererPrey}
-"""Scripted prey outside the trained family, by name (each built from the game)."""
-
-_SOURCES = ("bayes", "flat")
-"""Belief sources of the Exp 6 predators built here (``params.source`` indexes)."""
-
-ONLINE_FEATURES: dict[str, Callable[[PursuitEnv], Callable | None]] = {
-    "observation": lambda env: None,
-    "threats": lambda env: env.prey_threat_features,
-}
-"""``online_features`` -> the online correction's ``features_fn`` for the game."""
 
 PLAYER_FIELDS = (
-    "fallback_model",
-    "online_fallback",
-    "online_features",
-    "online_reweigh_base",
-    "online_free_fit",
-    "greedy_population_model",
-    "planner_prior",
-    "greedy_prey_model",
-    "planner_rollouts",
-    "planner_horizon",
-    "planner_gamma",
-    "mcts_particles",
-    "distance_weight",
-)
+    "fallback_model", "online_fallback", "online_features", "online_reweigh_base",
+    "online_free_fit", "greedy_population_model", "planner_prior",
+    "greedy_prey_model", "planner_rollouts", "planner_horizon", "planner_gamma",
+    "mcts_particles", "distance_weight",
+)  # fmt: skip
 """The config's fields that change how the rows play (beyond the stages before
 them): in the ``eval`` and ``adaptation`` stages' configs, so that a change reruns
 them."""
@@ -258,70 +162,43 @@ class PopulationExperimentConfig:
     pooled_member: bool = dataclasses.field(
         default=True, metadata={ABSENT_MEANS: False}
     )
-    """Add the family's average member to the library: one more clone, fitted on
-    the whole fitting set's data pooled
+    """Add the family's average member, fitted on the fitting set's data pooled
     (:attr:`~mopa.opponent.population.PopulationConfig.pooled_member`)."""
     fallback_model: bool = dataclasses.field(
         default=True, metadata={ABSENT_MEANS: False}
     )
-    """A model of its own for "none fits": with the none-fits probability, the
-    population planners imagine the flat-belief planner's prey (their seed's
-    belief-condition prey under a uniform corner) instead of a member
-    (:class:`~mopa.planning.PopulationOpponentModel`'s ``fallback``, the
-    GSCU-style conservative fallback). Off: an opponent no member fits is imagined
-    as drawn from the prior over members."""
+    """With the none-fits probability the population planners imagine the
+    flat-belief planner's prey (the GSCU-style ``fallback`` of
+    :class:`~mopa.planning.PopulationOpponentModel`); off: a member of the prior."""
     online_fallback: bool = dataclasses.field(
         default=True, metadata={ABSENT_MEANS: False}
     )
-    """The fallback learns the prey it meets: the population planners' fallback
-    model is corrected online to the prey's moves (:mod:`mopa.opponent.online`:
-    a linear correction of its log-probabilities, MAP-fitted after every move, and
-    imagined in proportion to its prequential evidence against the fallback
-    alone), carried across a match's episodes as the member belief is. Off: the
-    fallback as fitted (every folder written before this field). Measured with
-    the correction's own defaults, set before any game was played (RESULTS.md):
-    against the wanderer the lookahead catches 0.39 more than the flat-belief
-    planner per episode, where it tied without; against the evader it still
-    ties per episode (and pulls ahead within a match with ``online_features``
-    ``threats``)."""
+    """Correct the fallback online to the prey's moves (:mod:`mopa.opponent.online`),
+    carried across a match as the member belief is; off in older folders (what it
+    gains: RESULTS.md)."""
     online_features: str = dataclasses.field(
         default="threats", metadata={ABSENT_MEANS: "observation"}
     )
-    """What the online correction is linear in: ``observation`` (the prey's raw
-    observation, its intent left out) or ``threats`` (that and
-    :meth:`~mopa.envs.pursuit.PursuitEnv.prey_threat_features`: the nearest
-    predator's direction and distance, the pressure of all of them, and the
-    distance to the arena's edge). ``threats`` by default; ``observation`` in the
-    folders written before the field. Measured (RESULTS.md): in
-    ten-episode matches against the evader the lookahead then catches 0.34 more
-    than the flat-belief planner in episodes 6-10, interval above 0, where on the
-    observation it tied; per episode (a fresh correction) both tie with it."""
+    """What the correction is linear in: ``observation`` (the prey's, its intent
+    cut) or ``threats`` (and :meth:`~mopa.envs.pursuit.PursuitEnv.
+    prey_threat_features`; :data:`ONLINE_FEATURES`; measured: RESULTS.md)."""
     online_reweigh_base: bool = dataclasses.field(
         default=False, metadata={ABSENT_MEANS: False}
     )
-    """The online correction may reweigh the fallback's log-probabilities, not only
-    add to them (:class:`~mopa.opponent.online.OnlineResidualConfig`'s
-    ``reweigh_base``): it can discount a fallback that misleads. Off: measured
-    (RESULTS.md), it put the lookahead below the flat-belief planner per episode
-    against the evader (-0.19, interval below 0) and gained no more in matches."""
+    """Let the correction reweigh the fallback's log-probabilities
+    (:class:`~mopa.opponent.online.OnlineResidualConfig`'s ``reweigh_base``; off:
+    it lost to the flat-belief planner, RESULTS.md)."""
     online_free_fit: bool = dataclasses.field(
         default=True, metadata={ABSENT_MEANS: False}
     )
-    """The online correction also fits the features without the fallback, as a
-    third hypothesis weighed by its own evidence
-    (:class:`~mopa.opponent.online.OnlineResidualConfig`'s ``free_fit``): for a
-    prey the fallback misdescribes so badly that outweighing it costs more than
-    learning anew. On by default; off in the folders written before the field.
-    Measured (RESULTS.md): against the evader, in ten-episode matches the
-    lookahead then catches 0.41 more than the flat-belief planner over the match
-    (0.10 without it), and per episode it is level with it as before."""
+    """Also fit the features without the fallback, a third hypothesis weighed by
+    its own evidence (:class:`~mopa.opponent.online.OnlineResidualConfig`'s
+    ``free_fit``); off in older folders (what it gains: RESULTS.md)."""
     greedy_population_model: bool = dataclasses.field(
         default=False, metadata={ABSENT_MEANS: False}
     )
-    """The population planners imagine each member playing its clone's argmax
-    (:class:`~mopa.planning.PopulationOpponentModel`'s ``greedy``), as the own-seed
-    and true-model planners imagine their prey under ``greedy_prey_model``. Off:
-    a member's moves are drawn from its clone."""
+    """Imagine each member playing its clone's argmax
+    (:class:`~mopa.planning.PopulationOpponentModel`'s ``greedy``); off: drawn."""
     bayes_epsilon: float = 0.05
     """Likelihood floor of every Bayes update (own-seed, true-model, population)."""
     fallback_prior: float = 0.01
@@ -329,23 +206,15 @@ class PopulationExperimentConfig:
     planning_prior: float | None = dataclasses.field(
         default=None, metadata={ABSENT_MEANS: 0.01}
     )
-    """The prior the population planners' none-fits probability starts from
+    """The prior of the population planners' none-fits probability
     (:func:`~mopa.opponent.population.planner_belief`); ``None``: the recognition
-    rule, ``1 - fallback_prior`` (:func:`~mopa.opponent.population.
-    recognition_prior`: the fallback is imagined until the moves recognise the
-    family as strongly as the flag needs to say "none fits"). Folders written
-    before this field planned on the belief's own prior (0.01 in every one)."""
+    rule (:func:`~mopa.opponent.population.recognition_prior`)."""
     mcts_planning_prior: float | None = dataclasses.field(
         default=0.01, metadata={ABSENT_MEANS: None}
     )
     """The tree search's own prior for its none-fits probability; ``None``: the
-    lookahead's (``planning_prior`` resolved). 0.01, the belief's own prior: each
-    decision's search draws its particles from the belief, so a prey of the family
-    is imagined as the family from the first steps. Chosen against the fitting
-    set, each prey's clone left out (``benchmarks/population_tuning.py --vary
-    planning_prior``, RESULTS.md): the recognition rule catches 4.25 there, 0.5
-    catches 4.60 and 0.01 4.62. Folders written before this field searched on the
-    lookahead's prior."""
+    lookahead's. 0.01 was chosen against the fitting set, each prey's clone left
+    out (``population_tuning --vary planning_prior``, RESULTS.md)."""
     out_of_family: tuple[str, ...] = dataclasses.field(
         default=("evader", "wanderer"), metadata={ABSENT_MEANS: ("evader",)}
     )
@@ -360,18 +229,13 @@ class PopulationExperimentConfig:
         default=50, metadata={ABSENT_MEANS: None}
     )
     """Episodes per predator seed of every row against each out-of-family prey
-    (``None``: ``eval_episodes``). More than against a trained prey: it is one prey,
-    not a pool, and the planner's comparison with the flat-belief planner there is a
-    difference of two means."""
+    (``None``: ``eval_episodes``): one prey, not a pool."""
     paired_out_of_family: bool = dataclasses.field(
         default=True, metadata={ABSENT_MEANS: False}
     )
-    """Every row plays the same episodes against an out-of-family prey (the same
-    keys: the same starting positions and the prey's own draws; the tournament's
-    ``fold_cells=False``), and ``population_planner``'s difference from
-    ``flat_belief_planner`` there is the mean of the per-episode differences with
-    its interval. Off: independent episodes per row, the two means' errors added
-    in quadrature."""
+    """Every row plays the same episodes against an out-of-family prey, and the
+    difference from ``flat_belief_planner`` is paired
+    (:func:`~mopa.eval.protocol.row_difference`); off: independent episodes."""
     match_episodes: int = 10
     """``M``: consecutive episodes of a match against one prey."""
     matches_per_seed: int = 6
@@ -384,11 +248,7 @@ class PopulationExperimentConfig:
     """Discount inside rollouts."""
     mcts_particles: int = 8
     """(Intent, member) pairs drawn from the belief per tree search, at the
-    lookahead's simulator budget (fewer particles, more simulations: 8 gives 75
-    simulations a decision, 2 gives 277). Against the fitting set 2 catches more
-    (``benchmarks/population_tuning.py --vary mcts_particles``); against held-out
-    prey the two
-    catch the same, and 2 takes 1.9x the search's time (RESULTS.md)."""
+    lookahead's simulator budget (8: 75 simulations a decision; RESULTS.md)."""
     distance_weight: float = 1.0
     """Weight of the imagined prey's distance to the nearest predator at the
     horizon."""
@@ -408,14 +268,7 @@ class PopulationExperimentConfig:
                 raise InvalidParameterError(
                     f"{name} must be >= 1, got {getattr(self, name)}"
                 )
-        unknown = [c for c in self.conditions if c not in PREY_CONDITIONS]
-        if unknown or not self.conditions:
-            raise InvalidParameterError(
-                f"conditions must be keys of {sorted(PREY_CONDITIONS)}, got "
-                f"{list(self.conditions)}"
-            )
-        if len(set(self.conditions)) != len(self.conditions):
-            raise InvalidParameterError("conditions must not repeat")
+        check_keys("conditions", self.conditions, PREY_CONDITIONS)
         if not self.held_out_seeds or len(set(self.held_out_seeds)) != len(
             self.held_out_seeds
         ):
@@ -432,14 +285,7 @@ class PopulationExperimentConfig:
         for name in ("planning_prior", "mcts_planning_prior"):
             if getattr(self, name) is not None:
                 check_probability(name, getattr(self, name))
-        unknown = [p for p in self.out_of_family if p not in OUT_OF_FAMILY_PREY]
-        if unknown or not self.out_of_family:
-            raise InvalidParameterError(
-                f"out_of_family must be keys of {sorted(OUT_OF_FAMILY_PREY)}, got "
-                f"{list(self.out_of_family)}"
-            )
-        if len(set(self.out_of_family)) != len(self.out_of_family):
-            raise InvalidParameterError("out_of_family must not repeat")
+        check_keys("out_of_family", self.out_of_family, OUT_OF_FAMILY_PREY)
         check_discount("planner_gamma", self.planner_gamma)
         if self.online_features not in ONLINE_FEATURES:
             raise InvalidParameterError(
@@ -619,7 +465,6 @@ def prey_arrays(dataset) -> tuple[jax.Array, jax.Array, np.ndarray]:
 
 
 # -- the population model ------------------------------------------------------------
-POPULATION_FORMAT = "mopa-population-clones"
 
 
 def fit_library(
@@ -657,76 +502,28 @@ def _population(config, data_folder: Path, folder: Path) -> dict:
     }
 
 
-def load_clones(folder: Path) -> Any:
-    """The clone library's weights (leaves ``[M, ...]``) a ``population`` stage
-    wrote."""
-    data = read_msgpack(folder / "clones.msgpack", POPULATION_FORMAT, noun="clones")
-    return jax.tree.map(jnp.asarray, data["params"])
-
-
 # -- the belief on held-out prey -----------------------------------------------------
-@jax.jit
-def episode_beliefs(
-    log_probs: jax.Array,
-    actions: jax.Array,
-    epsilon: float | jax.Array,
-    fallback_prior: float | jax.Array,
-) -> PopulationBeliefState:
-    """The joint belief after every step of each episode, from a fresh belief
-    (uniform priors).
-
-    Args:
-        log_probs: ``[E, T, 1, K, M, A]`` the model's log-probabilities of the
-            prey's actions (:func:`~mopa.opponent.population.population_log_probs`
-            of its observations; one member's slice ``M = 1`` for a single clone).
-        actions: ``[E, T, 1]`` its moves.
-        epsilon: the likelihood floor.
-        fallback_prior: the prior probability that no member fits.
-
-    Returns:
-        Leaves ``[E, T, ...]``: row ``t`` after the moves of steps ``0..t``.
-    """
-    K, M = log_probs.shape[-3:-1]
-    start = init_population_belief(K, M, fallback_prior=fallback_prior)
-    return jax.vmap(lambda lp, a: population_beliefs(start, lp, a, epsilon))(
-        log_probs, actions
-    )
 
 
 def _belief(config, clone_folder: Path, data_folder: Path, folder: Path) -> dict:
     """Intent accuracy and ECE by step, and the held-out log-likelihood of the
     population against every single clone, on the held-out prey's data."""
-    pop_config = config.population_config()
     clones = load_clones(clone_folder)
-    M = jax.tree.leaves(clones)[0].shape[0]
-    K = pop_config.num_intents
-    eps, prior = config.bayes_epsilon, config.fallback_prior
-    log_probs_fn = jax.jit(
-        lambda clones, obs: population_log_probs(pop_config, clones, obs)
-    )
     beliefs, labels = [], []
     population_ll, clone_ll, moves = {}, {}, {}
     for name in config.held_out_prey:
         obs, actions, intents = prey_arrays(load_dataset(data_folder / f"{name}.npz"))
-        log_probs = log_probs_fn(clones, obs)  # [E, T, 1, K, M, A]
-        states = episode_beliefs(log_probs, actions, eps, prior)
-        # The belief acted on at step t has seen the moves before t.
-        after = jax.vmap(jax.vmap(intent_belief))(states)  # [E, T, K]
-        uniform = jnp.full((after.shape[0], 1, K), 1.0 / K)
-        beliefs.append(jnp.concatenate([uniform, after[:, :-1]], 1))
+        states, population_ll[name], clone_ll[name] = held_out_likelihoods(
+            config.population_config(),
+            clones,
+            obs,
+            actions,
+            config.bayes_epsilon,
+            config.fallback_prior,
+        )
+        beliefs.append(beliefs_acted_on(jax.vmap(jax.vmap(intent_belief))(states)))
         labels.append(intents)
         moves[name] = int(actions.size)
-        population_ll[name] = float(jnp.sum(states.log_likelihood[:, -1]))
-        clone_ll[name] = [
-            float(
-                jnp.sum(
-                    episode_beliefs(
-                        log_probs[..., m : m + 1, :], actions, eps, prior
-                    ).log_likelihood[:, -1]
-                )
-            )
-            for m in range(M)
-        ]
     belief = jnp.concatenate(beliefs)
     label = jnp.asarray(np.concatenate(labels))
     total_moves = sum(moves.values())
@@ -757,570 +554,6 @@ def _belief(config, clone_folder: Path, data_folder: Path, folder: Path) -> dict
     }
     write_json(folder / "belief.json", out)
     return out
-
-
-# -- the players ----------------------------------------------------------------------
-def _seed_slice(tree: Any, seeds: tuple[int, ...]) -> Any:
-    index = np.asarray(seeds)
-    return jax.tree.map(lambda x: x[index], tree)
-
-
-def _repeat_seeds(tree: Any, num_seeds: int) -> Any:
-    """A one-seed ``[1, ...]`` tree repeated to ``[S, ...]``."""
-    return jax.tree.map(lambda x: jnp.broadcast_to(x, (num_seeds, *x.shape[1:])), tree)
-
-
-def build_rows(config, teams: dict, clones: Any) -> dict:
-    """Every row's player and a function of the faced prey's params giving its
-    entry params (only ``true_model_planner`` reads them).
-
-    Returns:
-        ``{ROW: (player, params_fn)}``; ``params_fn(prey_params [1, ...] | None)``
-        gives the row's params ``[S, ...]`` (``S`` the predator seeds).
-    """
-    env, params = intent_game()
-    K = env.num_intents
-    icfg = config.intent_config()
-    seeds = config.predator_seeds
-    S = len(seeds)
-    unaware_spec, unaware_params = teams["unaware"]["predator"]
-    oracle_spec, oracle_params = teams["oracle"]["predator"]
-    belief_spec, belief_params = teams["belief"]["predator"]
-    prey_spec, own_prey = teams["belief"]["prey"]
-    unaware_params, oracle_params, belief_params, own_prey = (
-        _seed_slice(tree, seeds)
-        for tree in (unaware_params, oracle_params, belief_params, own_prey)
-    )
-    common = dict(bayes_epsilon=config.bayes_epsilon)
-    unaware = IntentPredator(env, unaware_spec, feed_none=True, **common)
-    oracle = IntentPredator(env, oracle_spec, sources=("flat",), **common)
-    planner = IntentPredator(
-        env,
-        belief_spec,
-        sources=_SOURCES,
-        planner=lookahead_planner(icfg, env, belief_spec, prey_spec),
-        prey_model=PreyModel(prey_spec, config.greedy_prey_model),
-        **common,
-    )
-
-    def intent_params(policy_params, source, feed, bayes_params=(), rollout_prey=None):
-        return intent_predator_params(
-            params,
-            S,
-            policy_params,
-            source=_SOURCES.index(source),
-            feed=feed,
-            bayes_params=bayes_params,
-            planner_opponent=rollout_prey,
-        )
-
-    pop_config = config.population_config()
-    M = jax.tree.leaves(clones)[0].shape[0]
-    fallback = lookahead_planner(icfg, env, belief_spec, prey_spec).opponent_model
-    fallback_params = IntentModelParams(
-        policy_params=own_prey, belief=broadcast_seeds(jnp.full((K,), 1.0 / K), S)
-    )
-    if config.online_fallback:
-        online = OnlineResidualConfig(
-            num_actions=NUM_ACTIONS,
-            obs_size=env.prey_obs_size,
-            drop_obs_tail=K,
-            epsilon=config.bayes_epsilon,
-            features_fn=ONLINE_FEATURES[config.online_features](env),
-            reweigh_base=config.online_reweigh_base,
-            free_fit=config.online_free_fit,
-        )
-        fallback = OnlineResidualModel(fallback, online, team=PREY)
-        fresh = init_online_residual(online)
-        fallback_params = residual_params(
-            fallback_params, jax.tree.map(lambda x: broadcast_seeds(x, S), fresh)
-        )
-    model = PopulationOpponentModel(
-        pop_config,
-        team=PREY,
-        fallback=fallback if config.fallback_model else None,
-        greedy=config.greedy_population_model,
-    )
-    population = dict(
-        env=env,
-        population=pop_config,
-        num_members=M,
-        epsilon=config.bayes_epsilon,
-        fallback_prior=config.fallback_prior,
-        planning_prior=config.planner_prior,
-    )
-    pop_planner = PopulationPredator(
-        planner=dataclasses.replace(
-            lookahead_planner(icfg, env, belief_spec, prey_spec), opponent_model=model
-        ),
-        **population,
-    )
-    pop_mcts = PopulationPredator(
-        planner=dataclasses.replace(
-            tree_search_planner(icfg, env, belief_spec, prey_spec),
-            opponent_model=model,
-        ),
-        **{**population, "planning_prior": config.mcts_prior},
-    )
-    pop_params = LookaheadParams(
-        env_params=broadcast_seeds(params, S),
-        own_params=belief_params,
-        opponent_params=PopulationModelParams(
-            clone_params=broadcast_seeds(clones, S),
-            belief=broadcast_seeds(jnp.full((K, M), 1.0 / (K * M)), S),
-            **(
-                dict(none_fits=jnp.zeros((S,)), fallback_params=fallback_params)
-                if config.fallback_model
-                else {}
-            ),
-        ),
-    )
-    own = dict(bayes_params=own_prey, rollout_prey=own_prey)
-    fixed = {
-        "unaware": (unaware, intent_params(unaware_params, "flat", "none")),
-        "oracle": (oracle, intent_params(oracle_params, "flat", "true")),
-        "flat_belief_planner": (
-            planner,
-            intent_params(belief_params, "flat", "belief", **own),
-        ),
-        "belief_planner": (
-            planner,
-            intent_params(belief_params, "bayes", "belief", **own),
-        ),
-        "population_planner": (pop_planner, pop_params),
-        "population_mcts": (pop_mcts, pop_params),
-    }
-    rows = {name: (player, lambda prey, p=p: p) for name, (player, p) in fixed.items()}
-
-    def true_model(prey):
-        faced = _repeat_seeds(prey, S)
-        return intent_params(
-            belief_params, "bayes", "belief", bayes_params=faced, rollout_prey=faced
-        )
-
-    rows["true_model_planner"] = (planner, true_model)
-    return rows
-
-
-def prey_entries(config, teams: dict) -> dict[str, TournamentEntry]:
-    """Every trained prey (params ``[1, ...]``) and every out-of-family prey, by
-    name."""
-    env, _ = intent_game()
-    entries = {}
-    for condition in config.conditions:
-        spec, stacked = teams[condition]["prey"]
-        for s in range(config.num_seeds):
-            name = f"{condition}_s{s}"
-            entries[name] = TournamentEntry(
-                name, PolicyPlayer(spec), _seed_slice(stacked, (s,))
-            )
-    for name in config.out_of_family:
-        entries[name] = TournamentEntry(name, OUT_OF_FAMILY_PREY[name](env), {})
-    return entries
-
-
-# -- evaluation ----------------------------------------------------------------------
-def eval_key(config: PopulationExperimentConfig) -> jax.Array:
-    """The key of the ``eval`` stage's tournaments (every prey's episodes)."""
-    return jax.random.fold_in(jax.random.key(config.seed), 7)
-
-
-def play_rows(
-    rows: dict,
-    names: list[str],
-    entry: TournamentEntry,
-    key: jax.Array,
-    *,
-    num_episodes: int,
-    paired: bool,
-    faced: Any = None,
-) -> dict[str, np.ndarray]:
-    """Rows ``names`` of :func:`build_rows` against one prey entry of
-    :func:`prey_entries`.
-
-    Args:
-        paired: every row plays the same episodes (the same keys: starting
-            positions and the prey's draws); otherwise each cell its own.
-        faced: the prey's policy params for ``true_model_planner`` (``None``
-            against a prey outside the family, where that row does not play).
-
-    Returns:
-        ``{ROW: captures [S, num_episodes]}`` (``S`` the predator seeds).
-    """
-    env, params = intent_game()
-    side_a = [TournamentEntry(r, rows[r][0], rows[r][1](faced)) for r in names]
-    result = play_tournament(
-        env,
-        params,
-        side_a,
-        [entry],
-        key,
-        num_episodes=num_episodes,
-        pairing="all",
-        fold_cells=not paired,
-    )
-    values = np.asarray(result.metric("captures"))  # [R, 1, S, N]
-    return {r: values[i, 0] for i, r in enumerate(result.row_names)}
-
-
-def _eval(config, teams: dict, clone_folder: Path, folder: Path, progress) -> dict:
-    """Every row against every prey; pooled statistics per prey set."""
-    rows = build_rows(config, teams, load_clones(clone_folder))
-    prey = prey_entries(config, teams)
-    key = eval_key(config)
-    captures: dict[str, dict[str, list]] = {}
-    for name, entry in prey.items():
-        outside = name in config.out_of_family
-        names = [r for r in ROWS if not outside or r != "true_model_planner"]
-        progress(f"[eval] {len(names)} rows vs {name}")
-        values = play_rows(
-            rows,
-            names,
-            entry,
-            key,
-            num_episodes=config.episodes_against(name),
-            paired=outside and config.paired_out_of_family,
-            faced=None if outside else entry.params,
-        )
-        captures[name] = {r: v.tolist() for r, v in values.items()}
-    write_json(folder / "captures.json", captures)
-    S = len(config.predator_seeds)
-    pools = {
-        "held_out": config.held_out_prey,
-        "fitting": config.fitting_prey,
-        "out_of_family": list(config.out_of_family),
-    }
-    pooled = {}
-    for pool, names in pools.items():
-        pooled[pool] = {
-            r: condition_stats(np.concatenate([captures[n][r] for n in names]), S)
-            for r in ROWS
-            if all(r in captures[n] for n in names)
-        }
-    per_prey = {
-        n: {r: float(np.mean(v)) for r, v in captures[n].items()} for n in captures
-    }
-
-    def versus_flat(names):
-        return planner_difference(
-            *(
-                np.concatenate([captures[n][r] for n in names])
-                for r in ("population_planner", "flat_belief_planner")
-            ),
-            paired=config.paired_out_of_family,
-        )
-
-    return {
-        "pooled": pooled,
-        "per_prey": per_prey,
-        "versus_flat": versus_flat(config.out_of_family),  # their episodes pooled
-        "versus_flat_per_prey": {n: versus_flat([n]) for n in config.out_of_family},
-    }
-
-
-def planner_difference(a: np.ndarray, b: np.ndarray, *, paired: bool) -> dict:
-    """``{"mean", "ci95", "paired", "n"}``: row ``a``'s captures less row ``b``'s.
-
-    Paired (``a`` and ``b`` of the same shape, entry by entry the same episode
-    key): the mean of the per-episode differences and its normal interval, which
-    the shared starting positions narrow. Else the difference of the means of
-    independent samples (:func:`~mopa.eval.intervals.difference_interval`).
-    """
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    if paired:
-        if a.shape != b.shape:
-            raise InvalidParameterError(
-                f"paired captures must have one shape, got {a.shape} and {b.shape}"
-            )
-        return {**mean_interval(a - b), "paired": True, "n": int(a.size)}
-    return {**difference_interval(a, b), "paired": False, "n": int(a.size)}
-
-
-# -- adaptation ----------------------------------------------------------------------
-def match_beliefs(
-    pop_config: PopulationConfig,
-    clones: Any,
-    obs: jax.Array,
-    actions: jax.Array,
-    step: jax.Array,
-    horizon: int,
-    epsilon: float,
-    fallback_prior: float,
-) -> PopulationBeliefState:
-    """The belief ``population_planner`` acts on at every step of one match, from
-    the recorded moves: as the player computes it online (a fresh belief at the
-    match's start, :func:`reset_intent` at every later episode's start, an update
-    by every move but each episode's last, which the player never sees).
-
-    Args:
-        obs: ``[S, 1, D]`` the prey's observations through the match.
-        actions: ``[S, 1]`` its moves.
-        step: ``[S]`` int, the step inside the episode.
-        horizon: steps per episode.
-
-    Returns:
-        Leaves ``[S, ...]``: the belief before each step's move.
-    """
-    M = jax.tree.leaves(clones)[0].shape[0]
-    start = init_population_belief(
-        pop_config.num_intents, M, fallback_prior=fallback_prior
-    )
-
-    def body(state, inputs):
-        o, a, t = inputs
-        state = jax.tree.map(
-            lambda r, s: jnp.where((t == 0) & (state.steps > 0), r, s),
-            reset_intent(state),
-            state,
-        )
-        after = observe_opponent(
-            pop_config, clones, state, o, a, epsilon, valid=t < horizon - 1
-        )
-        return after, state
-
-    _, states = jax.lax.scan(body, start, (obs, actions, step))
-    return states
-
-
-def match_residuals(
-    model: OnlineResidualModel,
-    base_params: Any,
-    obs: jax.Array,
-    actions: jax.Array,
-    step: jax.Array,
-    horizon: int,
-) -> OnlineResidualState:
-    """The fallback's online correction ``population_planner`` acts on at every step
-    of one match (with ``online_fallback``), from the recorded moves: as the player
-    computes it online (fresh at the match's start, carried across its episodes,
-    updated by every move but each episode's last).
-
-    Args:
-        model: the planner's fallback.
-        base_params: its base model's params (one predator seed's).
-        obs: ``[S, 1, D]`` the prey's observations through the match.
-        actions: ``[S, 1]`` its moves.
-        step: ``[S]`` int, the step inside the episode.
-        horizon: steps per episode.
-
-    Returns:
-        Leaves ``[S, ...]``: the correction before each step's move.
-    """
-
-    def body(state, inputs):
-        o, a, t = inputs
-        base = predictive_logits(model.base, base_params, _prey_obs_only(o))
-        after = observe_residual(model.config, state, o, a, base)
-        kept = jax.tree.map(lambda n, s: jnp.where(t < horizon - 1, n, s), after, state)
-        return kept, state
-
-    start = init_online_residual(model.config)
-    _, states = jax.lax.scan(body, start, (obs, actions, step))
-    return states
-
-
-def _prey_obs_only(prey_obs: jax.Array) -> tuple:
-    """Every team's observations for a model that reads the prey's alone (the
-    others empty)."""
-    empty = jnp.zeros((0, 0), prey_obs.dtype)
-    return tuple(prey_obs if team == PREY else empty for team in range(2))
-
-
-class Matches(NamedTuple):
-    """The ``adaptation`` stage's matches against one prey (:func:`match_player`);
-    ``C`` matches of ``M`` episodes of ``T`` steps."""
-
-    captures: np.ndarray  # [C, M]
-    beliefs: PopulationBeliefState  # leaves [C, M x T, ...] (match_beliefs)
-    intents: np.ndarray  # [C, M x T] the prey's intent at every step
-    residuals: OnlineResidualState | None  # leaves [C, M x T, ...]; None: no online
-
-
-def match_player(
-    config: PopulationExperimentConfig,
-    teams: dict,
-    clones: Any,
-    row: str = "population_planner",
-) -> Callable[[str], Matches]:
-    """``play(name)``: the ``adaptation`` stage's matches of ``population_planner``
-    against prey ``name`` (a held-out or out-of-family prey; its place in the
-    stage's order, held-out prey then out-of-family ones, picks the matches' key),
-    ``matches_per_seed`` per predator seed, as :class:`Matches`: the captures of
-    every match and episode, the joint belief before every step's move
-    (:func:`match_beliefs`), the prey's intent at every step and, with
-    ``online_fallback``, the fallback's correction before every step's move
-    (:func:`match_residuals`); ``C`` counts the matches of every predator seed.
-    The player and the compiled replays are built once, for every prey.
-
-    ``row`` plays another row of :func:`build_rows` (not ``true_model_planner``)
-    in the same matches: the same keys, so the same starting positions and prey
-    draws where the moves agree; the beliefs are then what the population belief
-    would have said of its prey's moves."""
-    env, params = intent_game()
-    pop_config = config.population_config()
-    rows = build_rows(config, teams, clones)
-    if row not in rows or row == "true_model_planner":
-        raise InvalidParameterError(
-            f"match_player: row must be one of "
-            f"{[r for r in rows if r != 'true_model_planner']}, got {row!r}"
-        )
-    player, entry_params = rows[row]
-    prey = prey_entries(config, teams)
-    M, T = config.match_episodes, int(params.max_steps)
-    key = jax.random.fold_in(jax.random.key(config.seed), 11)
-    beliefs_fn = jax.jit(
-        jax.vmap(
-            lambda o, a, t: match_beliefs(
-                pop_config,
-                clones,
-                o,
-                a,
-                t,
-                T,
-                config.bayes_epsilon,
-                config.fallback_prior,
-            )
-        )
-    )
-
-    online = getattr(player, "online", None)
-    residuals_fn = None
-    if online is not None:
-        base_params = entry_params(None).opponent_params.fallback_params.base_params
-        residuals_fn = jax.jit(
-            jax.vmap(
-                lambda b, o, a, t: match_residuals(online, b, o, a, t, T),
-                in_axes=(None, 0, 0, 0),
-            )
-        )
-
-    order = [*config.held_out_prey, *config.out_of_family]
-
-    def play(name: str) -> Matches:
-        if name not in order:
-            raise InvalidParameterError(
-                f"match_player: prey must be one of {order}, got {name!r}"
-            )
-        p = order.index(name)
-        captures, states, intents, residuals = [], [], [], []
-        for i in range(len(config.predator_seeds)):
-            dataset = generate(
-                env,
-                params,
-                (player, prey[name].player),
-                (
-                    jax.tree.map(lambda x, i=i: x[i], entry_params(None)),
-                    jax.tree.map(lambda x: x[0], prey[name].params),
-                ),
-                jax.random.fold_in(key, p * 1000 + i),
-                num_chains=config.matches_per_seed,
-                episodes_per_chain=M,
-            )
-            C = dataset.num_chains
-            rewards = dataset["rewards.predator"][:, :, 0] / float(
-                params.capture_reward
-            )
-            captures.append(rewards.reshape(C, M, T).sum(-1))  # [C, M]
-            states.append(
-                beliefs_fn(
-                    jnp.asarray(dataset["obs.prey"]),
-                    jnp.asarray(dataset["actions.prey"]),
-                    jnp.asarray(dataset["step"]),
-                )
-            )
-            intents.append(np.repeat(dataset["intent"], T, axis=1))  # [C, M x T]
-            if residuals_fn is not None:
-                residuals.append(
-                    residuals_fn(
-                        jax.tree.map(lambda x, i=i: x[i], base_params),
-                        jnp.asarray(dataset["obs.prey"]),
-                        jnp.asarray(dataset["actions.prey"]),
-                        jnp.asarray(dataset["step"]),
-                    )
-                )
-        return Matches(
-            captures=np.concatenate(captures),
-            beliefs=_concatenate(states),
-            intents=np.concatenate(intents),
-            residuals=_concatenate(residuals) if residuals else None,
-        )
-
-    return play
-
-
-def _concatenate(parts: list) -> Any:
-    """Pytrees ``parts`` joined along their leaves' first axis."""
-    return jax.tree.map(lambda *xs: jnp.concatenate(xs), *parts)
-
-
-def _adaptation(config, teams: dict, clone_folder: Path, folder: Path, progress):
-    """Matches of ``population_planner`` against every held-out prey and every
-    out-of-family prey: captures by episode, and the belief through the match."""
-    M = config.match_episodes
-    play = match_player(config, teams, load_clones(clone_folder))
-    out = {}
-    for name in [*config.held_out_prey, *config.out_of_family]:
-        progress(f"[adaptation] matches vs {name}")
-        captures, states, intents, residuals = play(name)
-        C = captures.shape[0]
-        flat = jax.vmap(jax.vmap(none_fits_probability))(states)
-        top = jnp.max(jax.vmap(jax.vmap(member_belief))(states), -1)
-        guess = jnp.argmax(jax.vmap(jax.vmap(intent_belief))(states), -1)
-        out[name] = _match_summary(
-            captures,
-            np.asarray(flat).reshape(C, M, -1),
-            np.asarray(top).reshape(C, M, -1),
-            (np.asarray(guess) == intents).reshape(C, M, -1),
-        )
-        if residuals is not None:
-            weight = jax.vmap(jax.vmap(residual_weight))(residuals)
-            out[name]["residual_weight_by_episode_end"] = (
-                np.asarray(weight).reshape(C, M, -1)[:, :, -1].mean(0).tolist()
-            )
-    held_out = {
-        key: np.concatenate([out[n]["raw"][key] for n in config.held_out_prey])
-        for key in ("captures", "none_fits", "top_member", "intent_right")
-    }
-    pooled = _match_summary(*held_out.values())
-    write_json(
-        folder / "matches.json",
-        {n: {k: v.tolist() for k, v in out[n]["raw"].items()} for n in out},
-    )
-    return {
-        "held_out": {k: v for k, v in pooled.items() if k != "raw"},
-        "per_prey": {n: {k: v for k, v in out[n].items() if k != "raw"} for n in out},
-    }
-
-
-def _mean_ci(values: np.ndarray) -> dict:
-    """:func:`~mopa.eval.intervals.mean_interval` with the sample size ``n``."""
-    return {**mean_interval(values), "n": int(np.size(values))}
-
-
-def _match_summary(captures, none_fits, top_member, intent_right) -> dict:
-    """Statistics of matches: ``captures [C, M]``, and per step ``[C, M, T]`` the
-    none-fits probability, the largest member probability and whether the
-    intent marginal's argmax was the true intent."""
-    M = captures.shape[1]
-    late = captures[:, M // 2 :].mean(1) if M > 1 else captures[:, 0]
-    return {
-        "num_matches": int(captures.shape[0]),
-        "captures_by_episode": [_mean_ci(captures[:, e]) for e in range(M)],
-        "late_minus_first": _mean_ci(late - captures[:, 0]),
-        "late_episodes": [M // 2 + 1, M],
-        "none_fits_by_episode_end": none_fits[:, :, -1].mean(0).tolist(),
-        "none_fits_by_step_first_episode": none_fits[:, 0].mean(0).tolist(),
-        "none_fits_flagged_share": float(np.mean(none_fits[:, :, -1] >= 0.5)),
-        "top_member_by_episode_end": top_member[:, :, -1].mean(0).tolist(),
-        "top_member_by_step_first_episode": top_member[:, 0].mean(0).tolist(),
-        "intent_accuracy_by_step": intent_right.mean((0, 1)).tolist(),
-        "raw": {
-            "captures": captures,
-            "none_fits": none_fits,
-            "top_member": top_member,
-            "intent_right": intent_right,
-        },
-    }
 
 
 # -- the whole run -------------------------------------------------------------------
@@ -1395,7 +628,9 @@ def run_intent_population(
                     "paired_out_of_family": config.paired_out_of_family,
                     "mcts_prior": config.mcts_prior,
                 },
-                lambda folder: _eval(config, teams, clone_folder, folder, progress),
+                lambda folder: eval_stage(
+                    config, teams, clone_folder, folder, progress
+                ),
             ),
             (
                 "adaptation",
@@ -1404,7 +639,7 @@ def run_intent_population(
                     "match_episodes": config.match_episodes,
                     "matches_per_seed": config.matches_per_seed,
                 },
-                lambda folder: _adaptation(
+                lambda folder: adaptation_stage(
                     config, teams, clone_folder, folder, progress
                 ),
             ),

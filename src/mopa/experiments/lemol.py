@@ -28,28 +28,24 @@ seeds are paired: same opponents' starting networks).
 from __future__ import annotations
 
 import dataclasses
-import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from mopa.algos.lemol import LeMOLConfig
+from mopa.algos.lemol.train import train_cycles
 from mopa.core.checks import check_discount, check_fields
 from mopa.errors import InvalidParameterError, UnknownNameError
-from mopa.eval.intervals import mean_interval
-from mopa.experiments import part1
+from mopa.eval.protocol import seed_gap, seed_interval
 from mopa.experiments.registry import register_experiment
+from mopa.report import lemol_report
+from mopa.report.lemol_report import MODEL_METHODS, UNIFORM_ACCURACY
 
 METHODS = ("lemol", "bc", "maddpg", "m3ddpg")
 """What the focal (adversary) agent uses: LeMOL, the behaviour-cloning model,
 or no model (plain MADDPG / M3DDPG)."""
-MODEL_METHODS = ("lemol", "bc")
-"""Methods with an opponent model (and so prediction scores)."""
 TEAMS = ("adversary", "good")
 """``push``'s teams: the focal agent's, then the learning opponent's."""
-UNIFORM_ACCURACY = 1.0 / 5.0
-"""Accuracy of the uniform predictor over the 5 moves."""
 
 DEFAULT_RUN = LeMOLConfig(
     scenario="push",
@@ -141,118 +137,10 @@ def method_config(run: LeMOLConfig, method: str, num_seeds: int) -> LeMOLConfig:
     return run.replace(num_seeds=num_seeds, **changes)
 
 
-def mean_ci(values: np.ndarray) -> tuple[float, list[float] | None]:
-    """Mean over the leading (seed) axis and its 95% Student-t interval
-    ``mean +/- t_{0.975, n-1} std / sqrt(n)`` (``None`` for one seed).
-
-    Args:
-        values: ``[n]`` one value per seed.
-    """
-    values = np.asarray(values, np.float64)
-    if len(values) < 2:
-        return float(values.mean()), None
-    interval = mean_interval(values, method="t")
-    return interval["mean"], interval["ci95"]
-
-
-def _binned(x: np.ndarray, bins: int) -> np.ndarray:
-    """Means of ``bins`` consecutive near-equal slices of the last axis."""
-    return np.stack([part.mean(-1) for part in np.array_split(x, bins, -1)], -1)
-
-
-def train_method(
-    config: LeMOLExperimentConfig, method: str, num_seeds: int, progress
-) -> dict[str, Any]:
-    """Every seed's run of ``method``, one jitted, vmapped cycle at a time.
-
-    Returns:
-        ``{"cycles": {NAME: [seed][cycle]}, "within_playout": [seed][cycle][bin],
-        "compile_s", "run_s"}``: per cycle ``return/<team>`` (mean over the
-        cycle's updates of the return of the episodes that ended), and with a
-        model ``om_accuracy``, ``om_loss``, ``om_uniform_loss``,
-        ``om_train_loss``; ``within_playout`` is ``om_accuracy`` over the
-        play-out's updates in ``within_bins`` bins, averaged over the cycle's
-        play-outs (empty without a model).
-    """
-    import jax
-
-    from mopa.algos.lemol import make_lemol
-
-    run = method_config(config.run, method, num_seeds)
-    lemol = make_lemol(run)
-    base = jax.random.key(config.seed)
-    keys = jax.vmap(lambda i: jax.random.fold_in(base, i))(np.arange(num_seeds))
-    start = time.perf_counter()
-    carry = jax.jit(jax.vmap(lemol.init))(keys)
-    cycle = jax.jit(jax.vmap(lemol.cycle)).lower(carry).compile()
-    compile_s = time.perf_counter() - start
-    cycles: dict[str, list] = {}
-    within = []
-    start = time.perf_counter()
-    for c in range(run.n_opp_cycles):
-        carry, metrics, cycle_metrics = cycle(carry)
-        metrics = {k: np.asarray(v, np.float64) for k, v in metrics.items()}
-        per_cycle = {
-            f"return/{team}": np.nanmean(metrics[f"return/{team}"], 1) for team in TEAMS
-        }
-        per_cycle.update({k: np.asarray(v) for k, v in cycle_metrics.items()})
-        for name, value in per_cycle.items():
-            cycles.setdefault(name, []).append(value)
-        if "om_accuracy" in metrics:
-            shape = (num_seeds, run.traj_per_iter, run.updates_per_playout)
-            accuracy = metrics["om_accuracy"].reshape(shape).mean(1)
-            within.append(_binned(accuracy, config.within_bins))
-        line = " ".join(
-            f"{k} {float(np.mean(v)):+.3f}" for k, v in sorted(per_cycle.items())
-        )
-        progress(f"{method} cycle {c + 1}/{run.n_opp_cycles}: {line}")
-    return {
-        "cycles": {k: np.stack(v, 1).tolist() for k, v in cycles.items()},
-        "within_playout": np.stack(within, 1).tolist() if within else [],
-        "compile_s": compile_s,
-        "run_s": time.perf_counter() - start,
-    }
-
-
 def _curve(values: np.ndarray) -> dict[str, list]:
     """Per-cycle mean and interval of ``[seed, cycle]`` values."""
-    stats = [mean_ci(values[:, c]) for c in range(values.shape[1])]
+    stats = [seed_interval(values[:, c]) for c in range(values.shape[1])]
     return {"mean": [m for m, _ in stats], "ci95": [ci for _, ci in stats]}
-
-
-def paired_gap(lemol: np.ndarray, bc: np.ndarray, higher_is_better: bool) -> dict:
-    """LeMOL minus BC, paired by seed, with its interval.
-
-    Args:
-        lemol: ``[seed]`` LeMOL's values.
-        bc: ``[seed]`` BC's values on the same seeds.
-        higher_is_better: the values are scores (accuracy), not losses.
-
-    Returns:
-        ``{"mean", "ci95", "per_seed", "excludes_zero", "outcome"}``; ``outcome``
-        is ``lemol better`` or ``bc better`` when the interval excludes 0, else
-        ``no detectable difference``.
-    """
-    mean, ci = mean_ci(lemol - bc)
-    if ci is None:
-        outcome = "undecided (one seed: no interval)"
-    else:
-        sign = 1.0 if higher_is_better else -1.0
-        low, high = sorted((sign * ci[0], sign * ci[1]))
-        outcome = (
-            "lemol better"
-            if low > 0
-            else "bc better"
-            if high < 0
-            else "no detectable difference"
-        )
-    return {
-        "mean": mean,
-        "ci95": ci,
-        "per_seed": (lemol - bc).tolist(),
-        "excludes_zero": ci is not None and (ci[0] > 0 or ci[1] < 0),
-        "outcome": outcome,
-    }
 
 
 def run_lemol_experiment(
@@ -273,7 +161,14 @@ def run_lemol_experiment(
         trained[method] = stages.run(
             f"train_{method}",
             described,
-            lambda folder, m=method: train_method(config, m, num_seeds, progress),
+            lambda folder, m=method: train_cycles(
+                method_config(config.run, m, num_seeds),
+                config.seed,
+                TEAMS,
+                config.within_bins,
+                progress,
+                m,
+            ),
         )
     start, end = config.later_cycles
     arrays = {
@@ -311,19 +206,21 @@ def run_lemol_experiment(
     }
     for method, values in later.items():
         for name, team in (("returns", "adversary"), ("returns_opponent", "good")):
-            mean, ci = mean_ci(values[f"return/{team}"])
+            mean, ci = seed_interval(values[f"return/{team}"])
             results[name][method] = {"mean": mean, "ci95": ci}
-    results["accuracy_gap"] = paired_gap(
-        later["lemol"]["om_accuracy"], later["bc"]["om_accuracy"], True
+    results["accuracy_gap"] = seed_gap(
+        later["lemol"]["om_accuracy"], later["bc"]["om_accuracy"], True, MODEL_METHODS
     )
-    results["cross_entropy_gap"] = paired_gap(
-        later["lemol"]["om_loss"], later["bc"]["om_loss"], False
+    results["cross_entropy_gap"] = seed_gap(
+        later["lemol"]["om_loss"], later["bc"]["om_loss"], False, MODEL_METHODS
     )
     results["later_accuracy"] = {
-        m: dict(zip(("mean", "ci95"), mean_ci(later[m]["om_accuracy"]), strict=True))
+        m: dict(
+            zip(("mean", "ci95"), seed_interval(later[m]["om_accuracy"]), strict=True)
+        )
         for m in MODEL_METHODS
     }
-    results["verdict"] = verdict(results, (start, end))
+    results["verdict"] = lemol_report.verdict(results, (start, end))
     progress(results["verdict"])
     results.update(
         num_seeds=num_seeds,
@@ -335,179 +232,6 @@ def run_lemol_experiment(
         compile_s={m: r["compile_s"] for m, r in trained.items()},
     )
     return results
-
-
-def verdict(results: dict, later: tuple[int, int]) -> str:
-    """One plain sentence from the accuracy gap over the later cycles."""
-    gap = results["accuracy_gap"]
-    start, end = later
-    span = f"cycles {start + 1}-{end}"
-    if gap["ci95"] is None:
-        interval = "no interval with one seed"
-    else:
-        interval = f"95% interval [{gap['ci95'][0]:+.3f}, {gap['ci95'][1]:+.3f}]"
-    accuracy = results["later_accuracy"]
-    figures = (
-        f"LeMOL {accuracy['lemol']['mean']:.3f} vs BC {accuracy['bc']['mean']:.3f}, "
-        f"difference {gap['mean']:+.3f}, {interval}"
-    )
-    if gap["outcome"] == "lemol better":
-        return f"LeMOL beats the behaviour-cloning model in {span} ({figures})."
-    if gap["outcome"] == "bc better":
-        return (
-            f"LeMOL does not beat the behaviour-cloning model in {span}: BC is "
-            f"more accurate ({figures})."
-        )
-    return (
-        f"LeMOL does not beat the behaviour-cloning model in {span}: the "
-        f"difference is not distinguishable from 0 ({figures})."
-    )
-
-
-def _cell(entry: dict, digits: int = 2) -> str:
-    mean, ci = entry["mean"], entry["ci95"]
-    if ci is None:
-        return f"{mean:.{digits}f}"
-    return f"{mean:.{digits}f} [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
-
-
-def markdown_lemol(results: dict) -> str:
-    """``results.md``: the verdict, the accuracy and cross-entropy per cycle,
-    and both agents' returns per cycle and over the later cycles."""
-    start, end = results["later_cycles"]
-    methods = results["methods"]
-    uniform = results["uniform"]
-    lines = [
-        "# LeMOL vs a behaviour-cloning opponent model on push (one-hot moves)",
-        "",
-        f"**{results['verdict']}**",
-        "",
-        f"{results['num_seeds']} seeds, {results['num_cycles']} cycles; means with "
-        "95% Student-t intervals over seeds. Accuracy and cross-entropy are the "
-        "models' online predictions of the fresh, learning opponent's moves in "
-        "each cycle's play-outs, made before that cycle's model training "
-        f"(uniform predictor: accuracy {uniform['accuracy']:.2f}, cross-entropy "
-        f"{uniform['cross_entropy']:.3f}).",
-        "",
-        "| cycle | LeMOL accuracy | BC accuracy | LeMOL cross-entropy | "
-        "BC cross-entropy |",
-        "|---:|---:|---:|---:|---:|",
-    ]
-    acc, acc_ci = results["prediction_accuracy"], results["prediction_accuracy_ci95"]
-    ce, ce_ci = results["cross_entropy"], results["cross_entropy_ci95"]
-    for c in range(results["num_cycles"]):
-        cells = [
-            _cell({"mean": acc[m][c], "ci95": acc_ci[m][c]}, 3) for m in MODEL_METHODS
-        ] + [_cell({"mean": ce[m][c], "ci95": ce_ci[m][c]}, 3) for m in MODEL_METHODS]
-        lines.append(f"| {c + 1} | " + " | ".join(cells) + " |")
-    gap, ce_gap = results["accuracy_gap"], results["cross_entropy_gap"]
-    lines += [
-        "",
-        f"Over cycles {start + 1}-{end}: accuracy LeMOL minus BC "
-        f"{_cell(gap, 3)} (per seed "
-        + ", ".join(f"{x:+.3f}" for x in gap["per_seed"])
-        + f"); cross-entropy LeMOL minus BC {_cell(ce_gap, 3)}.",
-    ]
-    within = results["within_playout_accuracy"]
-    bins = len(within["lemol"]["mean"])
-    lines += [
-        "",
-        f"Accuracy over the play-out (the opponent learning from scratch), in "
-        f"{bins} equal parts of its updates, cycles {start + 1}-{end}:",
-        "",
-        "| model | " + " | ".join(str(b + 1) for b in range(bins)) + " |",
-        "|---|" + "---:|" * bins,
-    ]
-    for m in MODEL_METHODS:
-        cells = " | ".join(f"{x:.3f}" for x in within[m]["mean"])
-        lines.append(f"| {m} | {cells} |")
-    lines += [
-        "",
-        "## Returns per cycle (focal adversary / learning good agent)",
-        "",
-        "| cycle | " + " | ".join(methods) + " |",
-        "|---:|" + "---:|" * len(methods),
-    ]
-    per_cycle = results["returns_per_cycle"]
-    for c in range(results["num_cycles"]):
-        cells = [
-            f"{per_cycle[m]['adversary']['mean'][c]:+.2f} / "
-            f"{per_cycle[m]['good']['mean'][c]:+.2f}"
-            for m in methods
-        ]
-        lines.append(f"| {c + 1} | " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        f"## Returns over cycles {start + 1}-{end}",
-        "",
-        "| focal agent uses | focal adversary's return | learning opponent's return |",
-        "|---|---:|---:|",
-    ]
-    for m in methods:
-        lines.append(
-            f"| {m} | {_cell(results['returns'][m])} | "
-            f"{_cell(results['returns_opponent'][m])} |"
-        )
-    lines.append("")
-    return "\n".join(lines)
-
-
-def plot_lemol(results: dict, out: Path) -> list[Path]:
-    """``lemol_prediction.png`` (accuracy and cross-entropy per cycle, with the
-    uniform predictor), ``lemol_within_playout.png`` (accuracy over a play-out,
-    later cycles) and ``lemol_returns.png`` (the focal agent's return per
-    cycle); bands are 95% intervals over seeds."""
-    plt = part1.figure()
-    labels = {"lemol": "LeMOL (LSTM)", "bc": "behaviour clone", "maddpg": "MADDPG",
-              "m3ddpg": "M3DDPG"}  # fmt: skip
-    cycles = np.arange(1, results["num_cycles"] + 1)
-    start, end = results["later_cycles"]
-
-    def band(ax, x, mean, ci, label):
-        mean = np.asarray(mean, np.float64)
-        ax.plot(x, mean, marker="o", ms=3, label=label)
-        if all(c is not None for c in ci):
-            ci = np.asarray(ci, np.float64)
-            ax.fill_between(x, ci[:, 0], ci[:, 1], alpha=0.2)
-
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-    panels = (
-        ("prediction_accuracy", "accuracy", "prediction accuracy"),
-        ("cross_entropy", "cross_entropy", "cross-entropy (nats)"),
-    )
-    for ax, (key, uniform_key, ylabel) in zip(axes, panels, strict=True):
-        for m in MODEL_METHODS:
-            band(ax, cycles, results[key][m], results[f"{key}_ci95"][m], labels[m])
-        ax.axhline(results["uniform"][uniform_key], ls="--", c="gray", label="uniform")
-        ax.axvspan(start + 0.5, end + 0.5, color="gray", alpha=0.08)
-        ax.set_xlabel("cycle (shaded: the later cycles)")
-        ax.set_ylabel(ylabel)
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    paths = [part1.save_figure(fig, out / "lemol_prediction.png")]
-
-    fig, ax = plt.subplots(figsize=(4.5, 3.5))
-    within = results["within_playout_accuracy"]
-    bins = np.arange(1, len(within["lemol"]["mean"]) + 1)
-    for m in MODEL_METHODS:
-        band(ax, bins, within[m]["mean"], within[m]["ci95"], labels[m])
-    ax.axhline(UNIFORM_ACCURACY, ls="--", c="gray", label="uniform")
-    ax.set_xlabel("part of the play-out (the opponent learning)")
-    ax.set_ylabel(f"accuracy, cycles {start + 1}-{end}")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    paths.append(part1.save_figure(fig, out / "lemol_within_playout.png"))
-
-    fig, ax = plt.subplots(figsize=(4.5, 3.5))
-    for m in results["methods"]:
-        entry = results["returns_per_cycle"][m]["adversary"]
-        band(ax, cycles, entry["mean"], entry["ci95"], labels[m])
-    ax.set_xlabel("cycle")
-    ax.set_ylabel("focal adversary's return")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    paths.append(part1.save_figure(fig, out / "lemol_returns.png"))
-    return paths
 
 
 register_experiment(
@@ -534,8 +258,8 @@ register_experiment(
         ),
     },
     "default",
-    plot_fn=plot_lemol,
+    plot_fn=lemol_report.write_report,
     description="LeMOL vs a behaviour-cloning opponent model on push: accuracy "
     "per cycle against learning opponents, and returns",
-    markdown_fn=markdown_lemol,
+    markdown_fn=lemol_report.results_markdown,
 )

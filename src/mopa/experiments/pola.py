@@ -13,22 +13,24 @@ published none (LOLA with an MLP at cf <= 1.25, and pre-conditioned LOLA, which
 from __future__ import annotations
 
 import dataclasses
-import time
-from collections.abc import Callable
-from pathlib import Path
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from mopa.algos.pola.exact import ExactConfig, p_tft
-from mopa.algos.pola.sampled import Metrics, SampledConfig, make_train_segments
+from mopa.algos.pola.sampled import (
+    SampledConfig,
+    chunk_line,
+    env_steps,
+    summarise_seeds,
+    train_seeds,
+)
 from mopa.core.checks import check_fields
+from mopa.core.stages import Stages
 from mopa.errors import InvalidParameterError, UnknownNameError
-from mopa.eval.intervals import half_width
 from mopa.experiments.registry import register_experiment
-from mopa.experiments.stages import Stages
+from mopa.report import pola_report
 
 CONTRIB_FACTORS = (1.1, 1.25, 1.33, 1.4, 1.6)
 
@@ -149,28 +151,6 @@ def run_fig3(config: Fig3Config, seeds: int | None, progress, stages=None) -> di
     return results
 
 
-def plot_fig3(results: dict, out: Path) -> list[Path]:
-    """Bar chart of P(TFT) per contribution factor, one bar per method (Fig. 3)."""
-    from mopa.experiments import part1
-
-    plt = part1.figure()
-    p = results["p_tft"]
-    methods = list(p)
-    cfs = list(next(iter(p.values())))
-    fig, ax = plt.subplots(figsize=(8, 3.5))
-    width = 0.8 / len(methods)
-    for i, method in enumerate(methods):
-        xs = np.arange(len(cfs)) + i * width
-        ax.bar(xs, [p[method][cf] for cf in cfs], width, label=method)
-    ax.set_xticks(np.arange(len(cfs)) + 0.4 - width / 2, cfs)
-    ax.set_xlabel("contribution factor")
-    ax.set_ylabel(f"P(find TFT), {results['num_seeds']} seeds")
-    ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=7, ncol=3)
-    fig.tight_layout()
-    return [part1.save_figure(fig, out / "fig3.png")]
-
-
 register_experiment(
     "pola-fig3",
     run_fig3,
@@ -184,7 +164,7 @@ register_experiment(
         ),
     },
     "paper",
-    plot_fn=plot_fig3,
+    plot_fn=pola_report.plot_fig3,
     description="exact IPD: P(find TFT) of LOLA vs outer POLA per policy class and cf",
 )
 
@@ -235,15 +215,6 @@ PAPER_SAMPLED = {
 """The paper's published commands (README of the POLA repository), per game."""
 
 
-def env_steps(config: SampledConfig) -> int:
-    """Environment steps (both agents' rollouts, lookaheads and opponent-model data;
-    evaluation excluded) of one training run."""
-    per_update = 2 * config.outer_steps * (config.inner_steps + 1)
-    if config.opp_model:
-        per_update += 2 * config.opp_model_data_batches
-    return config.n_update * per_update * config.batch_size * config.rollout_len
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SampledExperimentConfig:
     """LOLA-DiCE, POLA-DiCE and POLA-OM on one game, several seeds each."""
@@ -282,126 +253,24 @@ class SampledExperimentConfig:
             raise InvalidParameterError(f"num_seeds must be >= 1, got {self.num_seeds}")
 
 
-def _mean_ci(values: np.ndarray) -> tuple[float, float]:
-    """Mean and the half-width of its 95% Student-t interval over ``[n]`` seeds."""
-    return float(np.mean(values)), float(half_width(values, method="t"))
-
-
-def chunk_length(num_updates: int, num_chunks: int = 10) -> int:
-    """The largest divisor of ``num_updates`` that is at most
-    ``num_updates / num_chunks`` (at least 1): updates per compiled chunk, so that
-    one program covers the run and progress is reported about ``num_chunks``
-    times."""
-    target = max(1, num_updates // num_chunks)
-    return max(d for d in range(1, target + 1) if num_updates % d == 0)
-
-
-class SeedRun(NamedTuple):
-    """Several seeds of one method trained together."""
-
-    metrics: Metrics  # leaves [S, n_update, ...]
-    compile_s: float  # wall seconds compiling the chunk program
-    wall_s: float  # wall seconds training all seeds (compilation excluded)
-    cpu_s: float  # process CPU seconds (user + system) for the same
-
-
-def train_seeds(
-    config: SampledConfig,
-    keys: jax.Array,
-    on_chunk: Callable[[int, Metrics], None] | None = None,
-) -> SeedRun:
-    """Train one run per key, all seeds vmapped in one compiled program that
-    covers :func:`chunk_length` updates and is called until the run is done.
-
-    Seed ``s`` follows ``make_train(config)(keys[s])`` (same keys, same updates).
-
-    Args:
-        config: the run.
-        keys: ``[S]`` PRNG keys, one per seed.
-        on_chunk: called after each chunk with the number of updates done and
-            that chunk's metrics (leaves ``[S, K, ...]``).
-    """
-    start, run = make_train_segments(config)
-    agents, update_keys = jax.jit(jax.vmap(start))(keys)  # keys [S, n_update]
-    length = chunk_length(config.n_update)
-    time_0 = time.perf_counter()
-    run_chunk = jax.jit(jax.vmap(run)).lower(agents, update_keys[:, :length]).compile()
-    compile_s = time.perf_counter() - time_0
-    cpu_0, wall_0 = time.process_time(), time.perf_counter()
-    chunks = []
-    for done in range(length, config.n_update + 1, length):
-        agents, metrics = run_chunk(agents, update_keys[:, done - length : done])
-        chunks.append(jax.tree.map(np.asarray, metrics))
-        if on_chunk is not None:
-            on_chunk(done, chunks[-1])
-    metrics = jax.tree.map(lambda *xs: np.concatenate(xs, 1), *chunks)
-    return SeedRun(
-        metrics,
-        compile_s,
-        time.perf_counter() - wall_0,
-        time.process_time() - cpu_0,
-    )
-
-
 def _train_method(
     method: str, cfg: SampledConfig, seed: int, offsets: list[int], progress
 ) -> dict:
     """Train one method's seeds (keys ``fold_in(key(seed), offset)``) together and
-    summarise the last update's evaluation with 95% intervals over seeds."""
-    num_seeds = len(offsets)
+    summarise the last update's evaluation with 95% intervals over seeds
+    (:func:`~mopa.algos.pola.sampled.summarise_seeds`), beside the paper's
+    budget."""
     keys = jnp.stack([jax.random.fold_in(jax.random.key(seed), o) for o in offsets])
-
-    def report(done: int, chunk: Metrics) -> None:
-        line = (
-            f"{method} outer steps {done * cfg.outer_steps}: vs each other "
-            + " ".join(f"{v:.3f}" for v in chunk.vs_each_other[:, -1].mean(-1))
-            + ", vs ALLD "
-            + " ".join(f"{v:.3f}" for v in chunk.vs_alld[:, -1].mean(-1))
-        )
-        if cfg.env == "coin":
-            line += ", own coin " + " ".join(f"{v:.3f}" for v in chunk.own_coin[:, -1])
-        progress(line)
-
-    trained = train_seeds(cfg, keys, report)
-    stack = trained.metrics  # [S, U, ...]
-    final = {
-        name: getattr(stack, name)[:, -1].mean(-1)
-        for name in ("vs_each_other", "vs_alld", "vs_allc", "vs_tft")
-    }
-    entry: dict = {"own_coin_proportion": None, "ci95": {}}
-    for name, values in final.items():
-        entry[name], entry["ci95"][name] = _mean_ci(values)
-    entry["per_seed"] = {name: values.tolist() for name, values in final.items()}
-    if cfg.env == "coin":
-        own = stack.own_coin[:, -1]
-        entry["own_coin_proportion"], entry["ci95"]["own_coin_proportion"] = _mean_ci(
-            own
-        )
-        entry["per_seed"]["own_coin_proportion"] = own.tolist()
-    outer = np.arange(1, cfg.n_update + 1) * cfg.outer_steps
-    entry["curves"] = {
-        "outer_steps": outer.tolist(),
-        "vs_each_other": stack.vs_each_other.mean(-1).mean(0).tolist(),
-        "vs_each_other_ci95": half_width(
-            stack.vs_each_other.mean(-1), method="t"
-        ).tolist(),
-        "vs_alld": stack.vs_alld.mean(-1).mean(0).tolist(),
-        "vs_alld_ci95": half_width(stack.vs_alld.mean(-1), method="t").tolist(),
-        "own_coin": stack.own_coin.mean(0).tolist(),
-    }
-    paper = PAPER_SAMPLED[cfg.env][method]
-    entry["compile_s"] = trained.compile_s
-    entry["wall_s"] = trained.wall_s
-    entry["cpu_s"] = trained.cpu_s
-    entry["cpu_s_per_outer_step_per_seed"] = trained.cpu_s / (
-        num_seeds * cfg.n_update * cfg.outer_steps
+    trained = train_seeds(
+        cfg, keys, lambda done, chunk: progress(chunk_line(method, cfg, done, chunk))
     )
-    entry["env_steps_per_run"] = env_steps(cfg)
+    entry = summarise_seeds(trained, cfg)
+    paper = PAPER_SAMPLED[cfg.env][method]
     entry["paper_env_steps_per_run"] = env_steps(paper)
     entry["reduction_vs_paper"] = env_steps(paper) / env_steps(cfg)
-    entry["num_seeds"] = num_seeds
+    entry["num_seeds"] = len(offsets)
     progress(
-        f"{method}: {num_seeds} seeds in {trained.wall_s:.0f} s wall, "
+        f"{method}: {len(offsets)} seeds in {trained.wall_s:.0f} s wall, "
         f"{trained.cpu_s:.0f} s CPU (+ {trained.compile_s:.0f} s compiling); "
         f"vs each other {entry['vs_each_other']:.3f} +/- "
         f"{entry['ci95']['vs_each_other']:.3f}, vs ALLD {entry['vs_alld']:.3f} "
@@ -438,33 +307,6 @@ def run_sampled(
             ),
         )
     return results
-
-
-def plot_sampled(results: dict, out: Path) -> list[Path]:
-    """Reward per step vs each other and vs ALLD (and the own-coin proportion on
-    the Coin Game) against outer steps, mean +/- 95% CI over seeds (Figs. 4-5)."""
-    from mopa.experiments import part1
-
-    plt = part1.figure()
-    coin = any(r["own_coin_proportion"] is not None for r in results.values())
-    panels = [("vs_each_other", "reward per step vs each other"),
-              ("vs_alld", "reward per step vs ALLD")]  # fmt: skip
-    if coin:
-        panels.append(("own_coin", "own-coin proportion"))
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4))
-    for ax, (key, label) in zip(axes, panels, strict=True):
-        for method, r in results.items():
-            c = r["curves"]
-            x, y = np.asarray(c["outer_steps"]), np.asarray(c[key])
-            ax.plot(x, y, label=method)
-            if f"{key}_ci95" in c:
-                half = np.asarray(c[f"{key}_ci95"])
-                ax.fill_between(x, y - half, y + half, alpha=0.2)
-        ax.set_xlabel("outer steps")
-        ax.set_ylabel(label)
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    return [part1.save_figure(fig, out / "curves.png")]
 
 
 def _cpu(paper: SampledConfig, **changes) -> SampledConfig:
@@ -544,7 +386,7 @@ for _env, _name in (("ipd", "pola-ipd"), ("coin", "pola-coin")):
             ),
         },
         "cpu",
-        plot_fn=plot_sampled,
+        plot_fn=pola_report.plot_sampled,
         description=f"{'IPD' if _env == 'ipd' else 'Coin Game'}: LOLA-DiCE, "
         "POLA-DiCE and POLA-OM vs each other and vs ALLD",
     )

@@ -33,13 +33,12 @@ import numpy as np
 
 from mopa.algos import MAPPOConfig
 from mopa.algos.driver import run_training
-from mopa.core.checkpoint import read_policy_file
+from mopa.core.stages import Stages
 from mopa.envs import make
 from mopa.eval.tournament import TournamentEntry, play_tournament
 from mopa.experiments.registry import register_experiment
-from mopa.experiments.stages import Stages
 from mopa.players import PolicyPlayer, initial_player_carry
-from mopa.policy import init_params
+from mopa.policy import init_params, read_policy_file
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

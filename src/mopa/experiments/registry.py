@@ -2,7 +2,7 @@
 
 An experiment is a named, runnable definition: a driver ``run_fn(config, seeds,
 progress, stages) -> results`` (pure Python around jitted code, returning a
-JSON-able dict; ``stages`` is a :class:`~mopa.experiments.stages.Stages` that keeps
+JSON-able dict; ``stages`` is a :class:`~mopa.core.stages.Stages` that keeps
 finished stages for the next run),
 named presets (frozen dataclass configs), a default preset and an optional
 ``plot_fn(results, out_dir) -> [paths]`` that draws figures from the results alone.
@@ -25,8 +25,8 @@ from typing import Any
 
 from mopa.core.files import atomic_write, write_json
 from mopa.core.runinfo import run_metadata
+from mopa.core.stages import Stages
 from mopa.errors import InvalidParameterError, UnknownNameError
-from mopa.experiments.stages import Stages
 
 RunFn = Callable[..., dict]
 """``run_fn(config, seeds: int | None, progress: Callable[[str], None], stages:
@@ -72,7 +72,7 @@ def register_experiment(
         run_fn: ``run_fn(config, seeds, progress, stages) -> results``; ``seeds``
             is ``None`` (use the config's own count) or a positive override,
             ``progress(line)`` reports progress and ``stages`` runs or reuses the
-            experiment's stages (see :mod:`mopa.experiments.stages`). Results
+            experiment's stages (see :mod:`mopa.core.stages`). Results
             must be JSON-able.
         presets: preset name -> frozen dataclass config.
         default_preset: the preset run when none is named.

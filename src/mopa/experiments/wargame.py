@@ -1,10 +1,10 @@
 """The wargame's experiments: a trained Blue against the scripted Red ladder
-(``mopa experiment wargame_ladder``) and the shared pieces of the wargame's
-transfer benchmarks (:mod:`mopa.experiments.wargame_transfer`).
+(``mopa experiment wargame_ladder``); the transfer benchmarks are in
+:mod:`mopa.experiments.wargame_transfer`.
 
-Every Blue here is trained through :func:`mopa.league.train` (PPO with a
+Every Blue here is trained through :func:`mopa.league.train_blue` (PPO with a
 centralised critic, the league's MAPPO, on ``battalion_vs_red`` with discrete
-actions) and evaluated through :func:`mopa.league.evaluate_detailed`: wins, draws
+actions) and evaluated through :func:`mopa.league.evaluate_blue`: wins, draws
 and losses from the game's own end signals (a simultaneous break and the
 500-step limit are draws), episode ``i`` of an evaluation seeded
 ``eval_seed + i``, the policy acting greedily. Rates carry 95% Wilson score
@@ -17,7 +17,8 @@ shares one compiled program), then evaluated against each of L1-L5 over
 ``n_episodes`` episodes, beside the targets (at least 95% against L1-L4 and 60%
 against L5) and the reference PPO baseline of seed 001 (85, 85, 100, 100, 25%).
 With ``clone`` set (the default profile) the PPO run starts from an actor first
-trained by behaviour cloning of :func:`cover_teacher_action`, a scripted Blue
+trained by behaviour cloning (:mod:`mopa.league.cloning`) of
+:func:`~mopa.envs.battalion_wrappers.cover_teacher_action`, a scripted Blue
 that reads only its own observation (with ``terrain_obs``: where the best cover
 nearby lies): it moves to that cover while Red is out of range, then faces Red
 and fires from there, and closes on a Red that has not come within range by
@@ -28,19 +29,16 @@ so the report shows what PPO added to or took from its starting point.
 from __future__ import annotations
 
 import dataclasses
-import math
-from pathlib import Path
 from typing import Any
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-from scipy.stats import binomtest
-
-from mopa.core.checks import check_fields, check_fraction
+from mopa.core.checks import check_fields
 from mopa.errors import InvalidParameterError
 from mopa.experiments.registry import register_experiment
-from mopa.league.training import Callback, LeagueRun, TrainingConfig
+from mopa.league.cloning import CloneConfig, clone_blue
+from mopa.league.evaluation import evaluate_blue, red_mixture_kwargs
+from mopa.league.training import TrainingConfig, train_blue
+from mopa.report import wargame_report
+from mopa.report.wargame_report import rate_cell
 
 LEVELS = ("L1", "L2", "L3", "L4", "L5")
 """The scripted Red ladder, weakest first."""
@@ -48,360 +46,6 @@ REFERENCE_PPO = {"L1": 0.85, "L2": 0.85, "L3": 1.00, "L4": 1.00, "L5": 0.25}
 """Win rates of seed 001's PPO baseline (about 50k steps) against the ladder."""
 TARGETS = {"L1": 0.95, "L2": 0.95, "L3": 0.95, "L4": 0.95, "L5": 0.60}
 """The win rates a trained Blue must reach against each level."""
-
-
-# -- intervals -----------------------------------------------------------------
-def wilson_interval(successes: int, n: int) -> tuple[float, float]:
-    """95% Wilson score interval of a binomial proportion (Wilson 1927; SciPy's
-    ``binomtest(...).proportion_ci(method="wilson")``): it stays inside ``[0, 1]``
-    and is not degenerate at 0 or ``n`` successes.
-
-    Raises:
-        InvalidParameterError: ``n < 1`` or ``successes`` outside ``[0, n]``.
-    """
-    if n < 1 or not 0 <= successes <= n:
-        raise InvalidParameterError(
-            f"need 0 <= successes <= n, n >= 1: {successes}/{n}"
-        )
-    interval = binomtest(successes, n).proportion_ci(0.95, method="wilson")
-    return float(interval.low), float(interval.high)
-
-
-def difference_interval(k1: int, n1: int, k2: int, n2: int) -> dict[str, Any]:
-    """Difference of two independent proportions ``k1/n1 - k2/n2`` with
-    Newcombe's 95% hybrid score interval (Newcombe 1998, method 10), built from
-    the two Wilson intervals.
-
-    Returns:
-        ``{"diff", "ci95": [lo, hi]}``.
-    """
-    p1, p2 = k1 / n1, k2 / n2
-    l1, u1 = wilson_interval(k1, n1)
-    l2, u2 = wilson_interval(k2, n2)
-    diff = p1 - p2
-    low = diff - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
-    high = diff + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
-    return {"diff": diff, "ci95": [low, high]}
-
-
-def outcome_summary(wins: int, draws: int, losses: int) -> dict[str, Any]:
-    """Counts, rates and 95% Wilson intervals of an evaluation."""
-    n = wins + draws + losses
-    summary: dict[str, Any] = {"wins": wins, "draws": draws, "losses": losses, "n": n}
-    for name, count in (("win", wins), ("draw", draws), ("loss", losses)):
-        summary[f"{name}_rate"] = count / n
-        summary[f"{name}_ci95"] = list(wilson_interval(count, n))
-    return summary
-
-
-# -- training and evaluation through the league -------------------------------------
-def ladder_red_kwargs(mixture: tuple[tuple[str, float], ...]) -> dict[str, Any]:
-    """Game overrides of ``battalion_vs_red`` whose Red is drawn per episode from
-    ``mixture`` (``(type, weight)`` pairs, normalised), built with the league's
-    Red types so that any mixture is a parameter of one compiled game.
-
-    Raises:
-        InvalidParameterError: an unknown type, a negative weight or no weight.
-    """
-    from mopa.envs.scripted_red import RED_TYPE_INDEX, RED_TYPES
-    from mopa.league.evaluation import LEAGUE_REDS
-
-    probs = np.zeros(len(RED_TYPES))
-    for name, weight in mixture:
-        if name not in LEAGUE_REDS:
-            raise InvalidParameterError(
-                f"mixture: {name!r} is not one of {', '.join(LEAGUE_REDS)}"
-            )
-        if weight < 0:
-            raise InvalidParameterError(f"mixture: weight of {name} is negative")
-        probs[RED_TYPE_INDEX[name]] += weight
-    if probs.sum() <= 0:
-        raise InvalidParameterError("mixture: the weights sum to 0")
-    probs = probs / probs.sum()
-    return {"red": ",".join(LEAGUE_REDS), "red_probs": tuple(float(p) for p in probs)}
-
-
-class ProgressLog(Callback):
-    """Reports every chunk's training win rate and the running wall time."""
-
-    def __init__(self, label: str, progress):
-        self.label = label
-        self.progress = progress
-        self.win_rates: list[float] = []
-
-    def on_chunk_end(self, run: LeagueRun) -> None:
-        wins = np.asarray(run.rows["win_per_episode"], np.float64)
-        finished = np.isfinite(wins)
-        win_rate = float(wins[finished].mean()) if finished.any() else None
-        self.win_rates.append(win_rate)  # None: no episode ended in the chunk
-        shown = "-" if win_rate is None else f"{win_rate:.3f}"
-        self.progress(
-            f"{self.label}: chunk {run.chunk}/{run.num_chunks}, {run.env_steps} steps, "
-            f"training win rate {shown}, {run.wall_s:.0f} s"
-        )
-
-
-def train_blue(
-    training: TrainingConfig, folder: Path, label: str, progress
-) -> dict[str, Any]:
-    """Train ``training`` with its league in ``folder``; the final checkpoint is
-    ``folder/runs/<run_id>/final.msgpack``.
-
-    Returns:
-        ``{"checkpoint", "env_steps", "wall_s", "train_win_rate" (per chunk),
-        "promotions"}``.
-    """
-    from mopa.league.training import train
-
-    log = ProgressLog(label, progress)
-    result = train(training.replace(checkpoint_dir=str(folder)), callbacks=[log])
-    return {
-        "checkpoint": str(result.final_checkpoint),
-        "env_steps": int(result.env_steps),
-        "wall_s": float(result.wall_s),
-        "train_win_rate": log.win_rates,
-        "promotions": result.promotions,
-    }
-
-
-def evaluate_blue(
-    checkpoint: str,
-    opponent: str,
-    n_episodes: int,
-    seed: int,
-    env_kwargs: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """:func:`outcome_summary` of the checkpoint's Blue (greedy) against the
-    scripted ``opponent`` on the game set by ``env_kwargs``."""
-    from mopa.league.evaluation import evaluate_detailed
-
-    result = evaluate_detailed(
-        checkpoint,
-        n_episodes=n_episodes,
-        deterministic=True,
-        seed=seed,
-        opponent=opponent,
-        env_kwargs=env_kwargs,
-    )
-    return outcome_summary(result.wins, result.draws, result.losses)
-
-
-def rate_cell(summary: dict[str, Any], name: str = "win") -> str:
-    """``0.95 [0.91, 0.97]``: a rate and its interval."""
-    low, high = summary[f"{name}_ci95"]
-    return f"{summary[f'{name}_rate']:.3f} [{low:.3f}, {high:.3f}]"
-
-
-def outcome_columns(summary: dict[str, Any]) -> str:
-    """The ``wins | draws | losses | win | draw | loss`` cells of a table row."""
-    return (
-        f"{summary['wins']} | {summary['draws']} | {summary['losses']} | "
-        f"{rate_cell(summary)} | {rate_cell(summary, 'draw')} | "
-        f"{rate_cell(summary, 'loss')}"
-    )
-
-
-OUTCOME_HEADER = (
-    "wins | draws | losses | win rate [95% CI] | draw rate [95% CI] | "
-    "loss rate [95% CI]"
-)
-"""Column titles of :func:`outcome_columns`."""
-
-
-def training_dict(training: TrainingConfig) -> dict[str, Any]:
-    """What a stage's result depends on in a training config (without where it is
-    saved)."""
-    return training.identity()
-
-
-# -- behaviour cloning of a scripted, cover-seeking Blue -----------------------------
-def cover_teacher_action(
-    obs: jax.Array, params: Any, hold_until: float, close_range: float
-) -> jax.Array:
-    """The discrete action (a row of
-    :data:`~mopa.envs.battalion_wrappers.BATTALION_ACTIONS`) of a scripted Blue
-    that fights from cover, from its own observation alone.
-
-    While Red is out of range (more than ``fire_range`` + 5 m away) and the
-    episode is younger than ``hold_until``, it heads for the cell with the most
-    cover within :data:`~mopa.envs.battalion_wrappers.TERRAIN_RADIUS` (read from
-    the observation's terrain features); there, or once Red is in range, it turns
-    to face Red and holds; from ``hold_until`` on, a Red still out of range is
-    closed on to ``close_range`` metres. It fires whenever Red is inside its arc,
-    and moves only towards goals within 90 degrees of its heading.
-
-    Args:
-        obs: ``[17 + NUM_TERRAIN_FEATURES]`` Blue's observation with
-            ``terrain_obs``.
-        params: the game's parameters.
-        hold_until: episode fraction after which a distant Red is closed on.
-        close_range: distance to close to, metres.
-
-    Returns:
-        ``[]`` int32 action.
-    """
-    from mopa.envs.battalion_wrappers import NUM_TERRAIN_FEATURES, TERRAIN_RADIUS
-
-    base = obs.shape[-1] - NUM_TERRAIN_FEATURES
-
-    def off_heading(x, y):  # angle of world direction (x, y) off Blue's heading
-        return jnp.arctan2(obs[2] * y - obs[3] * x, obs[2] * x + obs[3] * y)
-
-    diagonal = jnp.sqrt(params.map_width**2 + params.map_height**2)
-    dist = obs[6] * diagonal
-    to_red = off_heading(obs[7], obs[8])
-    goal_x, goal_y = obs[base] * TERRAIN_RADIUS, obs[base + 1] * TERRAIN_RADIUS
-    to_goal = off_heading(goal_x, goal_y)
-    out_of_range = dist > params.fire_range + 5.0
-    early = obs[11] < hold_until
-    seek = out_of_range & early & (jnp.sqrt(goal_x**2 + goal_y**2) > 15.0)
-    close = ~early & (dist > close_range)
-    delta = jnp.where(seek, to_goal, to_red)
-    rotate = jnp.where(delta > 0.05, 1, jnp.where(delta < -0.05, -1, 0))
-    move = jnp.where(seek | close, (jnp.abs(delta) < jnp.pi / 2).astype(jnp.int32), 0)
-    fire = (jnp.abs(to_red) < params.fire_arc).astype(jnp.int32)
-    return ((move + 1) * 6 + (rotate + 1) * 2 + fire).astype(jnp.int32)
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class CloneConfig:
-    """Behaviour cloning of :func:`cover_teacher_action` into the learner's actor
-    (the start of the PPO run)."""
-
-    num_episodes: int = 512
-    """Teacher episodes recorded (against the training mixture's Red)."""
-    num_updates: int = 3000
-    """Adam steps of the cross-entropy fit."""
-    batch_size: int = 2048
-    """Recorded steps per Adam step (drawn uniformly with replacement)."""
-    lr: float = 1e-3
-    """Adam learning rate."""
-    label_smoothing: float = 0.1
-    """Probability mass spread uniformly over all actions in the targets, so that
-    the cloned actor still explores when PPO takes over."""
-    hold_until: float = 0.3
-    """The teacher's ``hold_until``."""
-    close_range: float = 120.0
-    """The teacher's ``close_range``, metres."""
-    critic_warmup_chunks: int = 1
-    """PPO chunks at the start during which the cloned actor is held while the
-    fresh critic learns."""
-    seed: int = 0
-    """Seed of the recorded episodes, the initial weights and the minibatches."""
-
-    def __post_init__(self):
-        check_fields(self)
-        for name in ("num_episodes", "num_updates", "batch_size"):
-            if getattr(self, name) < 1:
-                raise InvalidParameterError(
-                    f"{name} must be >= 1, got {getattr(self, name)}"
-                )
-        if self.lr <= 0:
-            raise InvalidParameterError(f"lr must be > 0, got {self.lr}")
-        check_fraction("label_smoothing", self.label_smoothing)
-        if self.critic_warmup_chunks < 0:
-            raise InvalidParameterError(
-                f"critic_warmup_chunks must be >= 0, got {self.critic_warmup_chunks}"
-            )
-
-
-def teacher_episodes(
-    env: Any, params: Any, clone: CloneConfig, key: jax.Array
-) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Play ``clone.num_episodes`` episodes of :func:`cover_teacher_action`.
-
-    Returns:
-        ``(obs [E, T, D], actions [E, T], live [E, T])``: Blue's observation and
-        the teacher's action at every step, and whether the episode was still
-        running (steps after its end are padding).
-    """
-    num_steps = int(params.max_steps)
-
-    def episode(key):
-        key_reset, key_run = jax.random.split(key)
-        obs, state = env.reset(key_reset, params)
-
-        def body(carry, key_step):
-            obs, state, live = carry
-            own = obs[0][0]
-            action = cover_teacher_action(
-                own, params, clone.hold_until, clone.close_range
-            )
-            obs, state, _, terminated, truncated, _ = env.step(
-                key_step, state, (action[None],), params
-            )
-            return (obs, state, live & ~(terminated | truncated)), (own, action, live)
-
-        init = (obs, state, jnp.ones((), bool))
-        _, out = jax.lax.scan(body, init, jax.random.split(key_run, num_steps))
-        return out
-
-    keys = jax.random.split(key, clone.num_episodes)
-    return jax.jit(jax.vmap(episode))(keys)
-
-
-def clone_blue(
-    training: TrainingConfig, clone: CloneConfig, folder: Path, progress
-) -> dict[str, Any]:
-    """Record the teacher against ``training``'s game, fit the learner's actor to
-    it and write it as a policy checkpoint ``folder/cloned.msgpack`` (the
-    ``init_checkpoint`` of the PPO run).
-
-    Returns:
-        ``{"checkpoint", "samples", "teacher_agreement", "final_loss",
-        "wall_s"}``; the agreement is the greedy cloned actor's share of
-        recorded steps on which it picks the teacher's action.
-    """
-    import time
-
-    from mopa.core import checkpoint
-    from mopa.core.runinfo import run_metadata
-    from mopa.envs import make
-    from mopa.league.training import learner_spec
-    from mopa.policy import agent_inputs, fit_actor
-
-    start = time.perf_counter()
-    overrides = {**dict(training.game_kwargs), "discrete": True}
-    env, params = make(training.game, **overrides)
-    spec = learner_spec(env, 0, training)
-    key_play, key_fit = jax.random.split(jax.random.key(clone.seed))
-    obs, actions, live = teacher_episodes(env, params, clone, key_play)
-    live = np.asarray(live).reshape(-1)
-    obs = np.asarray(obs).reshape(live.size, -1)[live]
-    actions = np.asarray(actions).reshape(-1)[live]
-    params_actor, losses = fit_actor(
-        spec,
-        obs[:, None, :],  # one agent
-        actions[:, None],
-        key_fit,
-        num_updates=clone.num_updates,
-        batch_size=clone.batch_size,
-        lr=clone.lr,
-        label_smoothing=clone.label_smoothing,
-    )
-    logits = spec.module().apply(params_actor, agent_inputs(spec, obs[:, None, :]))
-    agreement = float(np.mean(np.argmax(np.asarray(logits)[:, 0], -1) == actions))
-    path = checkpoint.write_policy_checkpoint(
-        folder / "cloned.msgpack",
-        algo="bc",
-        env=training.game,  # the one-team game (terrain_obs needs it)
-        env_overrides=overrides,
-        config={"training": training.identity(), "clone": dataclasses.asdict(clone)},
-        meta=run_metadata(dataclasses.asdict(clone)),
-        teams={"blue": (spec.to_dict(), jax.tree.map(lambda x: x[None], params_actor))},
-    )
-    wall_s = time.perf_counter() - start
-    progress(
-        f"clone: {len(actions)} teacher steps, agreement {agreement:.3f}, "
-        f"loss {losses[-1]:.3f}, {wall_s:.0f} s"
-    )
-    return {
-        "checkpoint": str(path),
-        "samples": int(len(actions)),
-        "teacher_agreement": agreement,
-        "final_loss": float(losses[-1]),
-        "wall_s": wall_s,
-    }
 
 
 # -- wargame_ladder -------------------------------------------------------------------
@@ -460,7 +104,7 @@ class WargameLadderConfig:
         object.__setattr__(
             self, "mixture", tuple((str(n), float(w)) for n, w in self.mixture)
         )
-        ladder_red_kwargs(self.mixture)  # validates the mixture
+        red_mixture_kwargs(self.mixture)  # validates the mixture
         if self.clone is not None and not dict(self.training.game_kwargs).get(
             "terrain_obs", False
         ):
@@ -472,7 +116,7 @@ class WargameLadderConfig:
     @property
     def training_config(self) -> TrainingConfig:
         """The league run: ``training`` with the mixture's Red."""
-        kwargs = {**dict(self.training.game_kwargs), **ladder_red_kwargs(self.mixture)}
+        kwargs = {**dict(self.training.game_kwargs), **red_mixture_kwargs(self.mixture)}
         return self.training.replace(game_kwargs=kwargs)
 
 
@@ -506,7 +150,7 @@ def run_wargame_ladder(
         clone = config.clone
         cloned = stages.run(
             "clone",
-            {"training": training_dict(training), "clone": dataclasses.asdict(clone)},
+            {"training": training.identity(), "clone": dataclasses.asdict(clone)},
             lambda folder: clone_blue(training, clone, folder, progress),
         )
         training = training.replace(
@@ -520,7 +164,7 @@ def run_wargame_ladder(
         }
     trained = stages.run(
         "train",
-        training_dict(training),
+        training.identity(),
         lambda folder: train_blue(training, folder, "train", progress),
     )
     levels = evaluate_ladder(trained["checkpoint"], config, progress, "trained")
@@ -534,67 +178,6 @@ def run_wargame_ladder(
         **results,
         "stage_wall_s": dict(stages.timing_s),
     }
-
-
-def ladder_rows(levels: dict[str, Any], suffix: str = "") -> list[str]:
-    """The ladder table: one row per level (named ``level + suffix``) with
-    targets and the reference."""
-    lines = [
-        f"| level | {OUTCOME_HEADER} | target | reference PPO |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for level, summary in levels.items():
-        lines.append(
-            f"| {level}{suffix} | {outcome_columns(summary)} | "
-            f"{summary['target']:.2f} | "
-            f"{summary['reference_ppo']:.2f} |"
-        )
-    return lines
-
-
-def markdown_wargame_ladder(results: dict) -> str:
-    """``results.md``: the ladder table with intervals, targets and the
-    reference's PPO baseline (and the cloned starting point's, when there is
-    one)."""
-    training = results["training"]
-    mixture = ", ".join(f"{name} {weight:g}" for name, weight in results["mixture"])
-    met = "met" if results["all_targets_met"] else "NOT met"
-    clone = results.get("clone")
-    start = (
-        "from an actor cloned from the cover-seeking scripted teacher"
-        if clone is not None
-        else "from fresh weights"
-    )
-    lines = [
-        "# A trained Blue against the scripted Red ladder (battalion_vs_red)",
-        "",
-        f"Targets (win rate at least 0.95 against L1-L4, 0.60 against L5): **{met}**.",
-        "",
-        f"Blue trained through `mopa.league` (MAPPO, discrete actions) for "
-        f"{training['env_steps']:,} steps {start}, against a per-episode mixture "
-        f"of Red levels ({mixture}); evaluated greedily over "
-        f"{results['n_episodes']} episodes per level (episode i seeded "
-        f"{results['eval_seed']} + i). Outcomes from the game's end signals; "
-        "draws (simultaneous break, 500-step limit) are counted. Intervals: 95% "
-        "Wilson.",
-        "",
-        *ladder_rows(results["levels"]),
-        "",
-        f"Training wall time: {training['wall_s']:.0f} s.",
-        "",
-    ]
-    if clone is not None:
-        lines += [
-            "## The cloned starting point (before PPO)",
-            "",
-            f"Behaviour cloning: {clone['samples']:,} teacher steps, greedy "
-            f"agreement with the teacher {clone['teacher_agreement']:.3f}, "
-            f"{clone['wall_s']:.0f} s.",
-            "",
-            *ladder_rows(clone["levels"], " (clone)"),
-            "",
-        ]
-    return "\n".join(lines)
 
 
 register_experiment(
@@ -623,5 +206,5 @@ register_experiment(
     "default",
     description="a Blue trained through the league vs the scripted Red ladder "
     "L1-L5: win/draw/loss with 95% intervals beside the reference's PPO",
-    markdown_fn=markdown_wargame_ladder,
+    markdown_fn=wargame_report.markdown_wargame_ladder,
 )

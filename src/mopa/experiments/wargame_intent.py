@@ -1,73 +1,51 @@
 """Opponent modelling in the wargame (issue W7, item 4) as one command:
 ``mopa experiment wargame_intent``.
 
-Red's strategy type is drawn per episode from the strategy family
+Red's strategy is drawn per episode from the family
 (:data:`~mopa.envs.scripted_red.STRATEGIES`: rush, flank left, flank right,
-stand-off, hold, feint; each shows itself in its opening moves and calls for
-its own plan, attack at once or wait and then attack) and hidden from Blue
-(``battalion_vs_red`` with ``red="mixed"``, discrete actions). Three Blues meet
-the mixed family:
+stand-off, hold, feint; each shows itself in its opening moves and calls for its
+own plan) and hidden from Blue (``battalion_vs_red`` with ``red="mixed"``,
+discrete actions). Three Blues meet the family:
 
-* ``blind``: MAPPO on Blue's 17 observations only. It is the aware Blue's
-  network with its belief slot held at the flat ``1 / K`` in every episode (a
-  constant input, so it carries no information about Red), which lets both
-  Blues train in one program vmapped over the two Blues and their seeds;
-* ``aware``: MAPPO on Blue's observations plus a belief over Red's type. It is
-  trained, as the hidden-intent predators are (Exp 6), on soft beliefs of random
-  sharpness: ``alpha * onehot(type) + (1 - alpha) / K`` with ``alpha`` drawn per
-  episode from ``U[alpha_low, alpha_high]`` (:class:`SoftBeliefGame`), so it learns
-  to hedge on a flat belief and commit on a sharp one. It is evaluated with the
-  online posterior of a classifier over prefixes of Blue's own observations
-  (:mod:`mopa.opponent.beliefs`): the type never reaches it;
-* ``oracle``: the aware Blue fed the true type's one-hot (a reference, not a
-  competitor).
+* ``blind``: MAPPO on Blue's 17 observations only: the aware Blue's network with
+  its belief slot held at the flat ``1 / K`` (a constant input), so both Blues
+  train in one program vmapped over the two Blues and their seeds;
+* ``aware``: MAPPO on Blue's observations plus a belief over Red's strategy,
+  trained as the hidden-intent predators are (Exp 6) on soft beliefs of random
+  sharpness (:class:`~mopa.opponent.soft_belief_game.SoftBeliefGame`) and
+  evaluated with the online posterior of a classifier over prefixes of Blue's own
+  observations (:mod:`mopa.opponent.battalion_belief`): the type never reaches it;
+* ``oracle``: the aware Blue fed the true type's one-hot (a reference).
 
-Both trained Blues get the same budget (``train_steps`` per seed, ``num_seeds``
-seeds, the same MAPPO settings) and the same critic: the game's global state plus
-the true type's one-hot (training-time information only; the actors never see
-it). They share a warm start: for the first ``warm_start`` fraction of the
-updates both see the flat belief (the same program, inputs and keys, so the same
-parameters), and only then does the aware Blue's belief turn soft, so the aware
-Blue starts from what the blind one had learnt and both spend the same budget.
+Both trained Blues get the same budget and the same critic (the game's global
+state and the true type's one-hot, training-time information only), and share a
+warm start: for the first ``warm_start`` of the updates both see the flat belief
+(the same program, inputs and keys, so the same parameters).
 
-The scripted strategies are deterministic given the state, but Blue never sees
-Red's facing and the type decides Red's motion only through thresholds and
-waypoints that depend on the full state, so exact Bayes from the scripts would
-need a belief over that state; the belief here is a learned classifier
-(``belief`` stage): the aware Blue plays the mixed family with soft beliefs of
-random sharpness about a type drawn independently of Red's (the ``decoy`` feed:
-its moves then cover what it does on every belief yet say nothing about Red's
-type), every ``belief_stride`` steps the features of Blue's observation
-(:func:`belief_features`) are recorded, and a
-:class:`~mopa.opponent.encoders.ClassifierConfig` MLP is trained on every prefix
-of those rows and of Red's motion between them (:func:`classifier_input`), its
-temperature fitted on held-out episodes.
+The scripts are deterministic given the state, but Blue never sees all of it, so
+the belief is a learned classifier (``belief`` stage): the aware Blue plays with
+``decoy`` beliefs (:mod:`mopa.planning.battalion_blue`: its moves then say
+nothing about Red's type), every ``belief_stride`` steps Blue's features are
+recorded, and the classifier is fitted on every prefix of those rows
+(:func:`~mopa.opponent.battalion_belief.fit_row_classifier`).
 
 A second pair of Blues plans instead of learning (``plan_belief`` and
-``plan_evaluate`` stages): at every step it plays the plan of
-:data:`PROBE_PLANS` with the highest expected win rate under its belief
-(:func:`choose_plan`, the family probe's win-rate table); the blind planner
-(flat belief) plays the best single plan, the aware planner uses the online
-belief of its own classifier, fitted as above on its own games. Accuracy and
-ECE by step are measured on held-out data episodes and on the evaluation episodes
-themselves (the beliefs the aware Blues acted on).
+``plan_evaluate``): every step it plays the scripted plan with the highest
+expected win rate under its belief (the ``family_probe``'s win-rate table,
+:func:`~mopa.planning.battalion_blue.probe_family`); the blind planner plays the
+best single plan, the aware one the online belief of its own classifier.
 
-Stages (reused when re-run with the same config, :mod:`mopa.experiments.stages`):
-``train`` (both Blues), ``belief``, ``evaluate``, ``family_probe``
-(:func:`probe_family`: whether simple scripted plans do best against different
-types, i.e. whether knowing the type can pay), ``plan_belief`` and
-``plan_evaluate``. Every condition plays
-the same episodes (episode ``i`` of seed ``s`` uses the same key in every
-condition: same terrain, start and Red type). Win, draw and loss come from the
-game's own end signals (``blue_win``, ``red_win``, ``draw``;
-:func:`mopa.league.evaluation.count_outcomes`). Win rates carry Wilson 95%
-intervals over all episodes of all seeds, with the per-seed rates beside them.
+Stages (reused when re-run with the same config, :mod:`mopa.core.stages`):
+``train``, ``belief``, ``evaluate``, ``family_probe``, ``plan_belief`` and
+``plan_evaluate``. Every condition plays the same episodes (the same keys: the
+same terrain, start and Red type). Win, draw and loss come from the game's end
+signals; win rates carry Wilson 95% intervals over all episodes, the per-seed
+rates beside them (:func:`~mopa.eval.protocol.outcome_tables`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import time
 import warnings
@@ -78,67 +56,48 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
 from mopa.algos.mappo.config import MAPPOConfig
-from mopa.algos.mappo.train import make_trainer
-from mopa.algos.trainer import seed_keys
 from mopa.core.checkpoint import read_msgpack, write_msgpack
 from mopa.core.checks import check_fields, check_fraction
-from mopa.envs import make
-from mopa.envs.base import StepOutput, TeamArrays
-from mopa.envs.battalion import BattalionParams
-from mopa.envs.scripted_red import (
-    RED_TYPE_INDEX,
-    RED_TYPES,
-    STRATEGIES,
-    heuristic_blue,
-)
-from mopa.envs.spaces import Box
-from mopa.envs.wrappers import Wrapper
 from mopa.errors import InvalidParameterError
-from mopa.eval.intervals import mean_interval
+from mopa.eval.protocol import outcome_tables, win_difference
 from mopa.experiments.registry import register_experiment
-from mopa.experiments.wargame import wilson_interval
-from mopa.league.evaluation import count_outcomes
-from mopa.opponent.beliefs import (
-    init_prefix_belief,
-    prefix_beliefs,
-    soft_belief,
-    update_prefix_belief,
+from mopa.opponent.battalion_belief import (
+    MOTION_FEATURES,
+    NUM_FEATURES,
+    fit_row_classifier,
+    rows_seen,
 )
-from mopa.opponent.calibration import (
-    accuracy,
-    expected_calibration_error,
-    fit_temperature,
-)
-from mopa.opponent.encoders import ClassifierConfig, ClassifierData, make_train
+from mopa.opponent.calibration import calibration_by_row
+from mopa.opponent.encoders import ClassifierConfig
 from mopa.opponent.encoders import init_params as init_classifier
-from mopa.policy import PolicySpec, agent_inputs
+from mopa.planning.battalion_blue import (
+    FAMILY,
+    PROBE_PLANS,
+    BlueBeliefConfig,
+    choose_plan,
+    episode_keys,
+    make_plan_play,
+    make_play,
+    play_seeds,
+    probe_family,
+    train_belief_blues,
+)
+from mopa.policy import PolicySpec
+from mopa.report import wargame_report
+from mopa.report.wargame_report import CONDITIONS, PLANNERS
 
-FAMILY = STRATEGIES
-"""The hidden Red strategy family; a belief is a distribution over it."""
 NUM_TYPES = len(FAMILY)
 """``K``: the strategies in :data:`FAMILY`."""
 TRAINED = ("blind", "aware")
 """The trained Blues (same budget)."""
-CONDITIONS = ("blind", "aware", "oracle")
-"""Evaluation conditions, in table order."""
-FEEDS = ("none", "online", "oracle", "soft", "decoy")
-"""What fills a Blue's belief slot: the flat belief (``blind``), the online
-classifier belief (``aware``), the true type (``oracle``), a soft belief of
-random sharpness (the training distribution), or a soft belief of random
-sharpness about a type drawn independently of Red's (the belief stage's data:
-Blue plays as it would on every kind of belief, but its own moves say nothing
-about Red's type, so the classifier must read Red's)."""
 BELIEF_INPUT_VERSION = 3
 """Version of the classifier's input (:func:`classifier_input`), part of the
 config of every stage that fits or uses a classifier."""
 RED_FAMILY_VERSION = 2
 """Version of the family's scripts (:mod:`mopa.envs.scripted_red`), part of every
 stage's config so that finished stages of an older family are not reused."""
-NUM_FEATURES = 19
-"""Features per recorded step: Blue's 17 observations and Red's map position."""
 CHECKPOINT_FORMAT = "mopa-wargame-intent-blue"
 """Format tag of a trained Blue's file (``stages/train/{blind,aware}.msgpack``)."""
 BELIEF_FORMAT = "mopa-wargame-intent-belief"
@@ -255,152 +214,22 @@ pipeline, not the numbers)."""
 
 
 # -- the game ------------------------------------------------------------------------
-def family_index_table(red_types: tuple[str, ...] = FAMILY) -> np.ndarray:
-    """``[len(RED_TYPES)]`` int32: the index in :data:`FAMILY` of every Red type
-    (``-1`` outside the family); ``red_types`` must be the family."""
-    if tuple(red_types) != FAMILY:
-        raise InvalidParameterError(
-            f"the game must play the strategy family {FAMILY}, got {red_types}"
-        )
-    table = np.full(len(RED_TYPES), -1, np.int32)
-    for i, name in enumerate(FAMILY):
-        table[RED_TYPE_INDEX[name]] = i
-    return table
-
-
-def family_index(red_type: jax.Array) -> jax.Array:
-    """``[]`` int32: the index in :data:`FAMILY` of ``state.red_type``."""
-    return jnp.asarray(family_index_table())[red_type]
-
-
-def wargame(discrete: bool = True) -> tuple[Any, BattalionParams]:
-    """``battalion_vs_red`` against the mixed strategy family (uniform types)."""
-    return make("battalion_vs_red", red="mixed", discrete=discrete)
-
-
-@struct.dataclass
-class SoftBeliefParams:
-    """Parameters of :class:`SoftBeliefGame`."""
-
-    game: BattalionParams
-    """The embedded game's parameters."""
-    alpha_low: jax.Array
-    """``[]`` lower end of the per-episode belief sharpness."""
-    alpha_high: jax.Array
-    """``[]`` upper end of the per-episode belief sharpness."""
-
-
-@struct.dataclass
-class SoftBeliefState:
-    """The embedded game's state and this episode's belief."""
-
-    game: Any
-    belief: jax.Array  # [K] the belief Blue sees this episode
-
-
-class SoftBeliefGame(Wrapper):
-    """Blue against the mixed Red family, with a soft belief over Red's type in
-    its observation: ``[17 game observations, K belief]``.
-
-    At reset the belief ``alpha * onehot(type) + (1 - alpha) / K`` is drawn
-    (``alpha ~ U[alpha_low, alpha_high]``, :func:`~mopa.opponent.beliefs.soft_
-    belief`) and kept for the episode. With ``alpha_low = alpha_high = 0`` the
-    belief is the flat ``1 / K`` in every episode, a constant: Blue sees its
-    observations only (the blind Blue's game). :meth:`global_state` (the
-    centralised critic's input, training only) is the game's global state
-    followed by the true type's one-hot ``[K]``.
-
-    Args:
-        env: ``battalion_vs_red`` against :data:`FAMILY` with discrete actions.
-    """
-
-    def __init__(self, env: Any):
-        super().__init__(env)
-        family_index_table(env.red_types)
-
-    def observation_space(self, team: int) -> Box:
-        size = self.env.observation_space(team).shape[0]
-        return Box(-1.0, 1.0, (size + NUM_TYPES,))
-
-    @property
-    def default_params(self) -> SoftBeliefParams:
-        return SoftBeliefParams(
-            self.env.default_params, jnp.asarray(0.0), jnp.asarray(1.0)
-        )
-
-    def validate_params(self, params: SoftBeliefParams) -> None:
-        self.env.validate_params(params.game)
-        low, high = np.asarray(params.alpha_low), np.asarray(params.alpha_high)
-        if not np.all((low >= 0.0) & (low <= high) & (high <= 1.0)):
-            raise InvalidParameterError(
-                f"{self.name}: parameters alpha_low/high must satisfy 0 <= low <= "
-                f"high <= 1, got {low.tolist()}, {high.tolist()}"
-            )
-
-    def _reset(
-        self, key: jax.Array, params: SoftBeliefParams
-    ) -> tuple[TeamArrays, SoftBeliefState]:
-        key_game, key_alpha = jax.random.split(key)
-        _, game = self.env.reset(key_game, params.game)
-        alpha = jax.random.uniform(
-            key_alpha, (), minval=params.alpha_low, maxval=params.alpha_high
-        )
-        belief = soft_belief(family_index(game.red_type), alpha, NUM_TYPES)
-        state = SoftBeliefState(game, belief.astype(jnp.float32))
-        return self.observe(state, params), state
-
-    def _step(
-        self,
-        key: jax.Array,
-        state: SoftBeliefState,
-        actions: TeamArrays,
-        params: SoftBeliefParams,
-    ) -> StepOutput:
-        _, game, rewards, terminated, truncated, info = self.env.step(
-            key, state.game, actions, params.game
-        )
-        state = state.replace(game=game)
-        return (
-            self.observe(state, params),
-            state,
-            rewards,
-            terminated,
-            truncated,
-            info,
-        )
-
-    def observe(self, state: SoftBeliefState, params: SoftBeliefParams) -> TeamArrays:
-        (obs,) = self.env.observe(state.game, params.game)
-        belief = jnp.broadcast_to(state.belief, (obs.shape[0], NUM_TYPES))
-        return (jnp.concatenate([obs, belief], -1),)
-
-    def global_state(
-        self, state: SoftBeliefState, params: SoftBeliefParams
-    ) -> jax.Array:
-        """``[13 + K]``: the game's global state and the true type's one-hot."""
-        onehot = jax.nn.one_hot(family_index(state.game.red_type), NUM_TYPES)
-        return jnp.concatenate(
-            [self.unwrapped.global_state(state.game, params.game), onehot]
-        )
+def blue_config(config: WargameIntentConfig) -> BlueBeliefConfig:
+    """How the evaluated Blues keep and are fed their belief."""
+    return BlueBeliefConfig(
+        classifier=classifier_config(config),
+        belief_stride=config.belief_stride,
+        belief_rows=config.belief_rows,
+        alpha_low=config.alpha_low,
+        alpha_high=config.alpha_high,
+        greedy=config.greedy,
+    )
 
 
 def sharpness_ranges(config: WargameIntentConfig) -> dict[str, tuple[float, float]]:
     """``(alpha_low, alpha_high)`` of each trained Blue's belief: the blind Blue's
     is always flat (sharpness 0), the aware Blue's of random sharpness."""
     return {"blind": (0.0, 0.0), "aware": (config.alpha_low, config.alpha_high)}
-
-
-def soft_belief_game(
-    alpha_low: float | jax.Array = 0.0, alpha_high: float | jax.Array = 1.0
-) -> tuple[SoftBeliefGame, SoftBeliefParams]:
-    """The training game of a Blue whose belief has sharpness in
-    ``[alpha_low, alpha_high]``."""
-    env, params = wargame()
-    return SoftBeliefGame(env), SoftBeliefParams(
-        params,
-        jnp.asarray(alpha_low, jnp.float32),
-        jnp.asarray(alpha_high, jnp.float32),
-    )
 
 
 # -- training ------------------------------------------------------------------------
@@ -428,91 +257,23 @@ def warm_start_updates(config: WargameIntentConfig, num_updates: int) -> int:
     return int(round(config.warm_start * num_updates))
 
 
-def training_segments(
-    num_updates: int, num_chunks: int, warm: int
-) -> list[tuple[int, int]]:
-    """``[(first update, updates)]`` of every jitted training call: ``num_chunks``
-    near-equal chunks, the one holding update ``warm`` cut there (so no call
-    mixes the shared warm start with what follows)."""
-    chunks = np.array_split(np.arange(num_updates), min(num_chunks, num_updates))
-    segments = []
-    for part in chunks:
-        first, end = int(part[0]), int(part[-1]) + 1
-        bounds = sorted({first, end, *([warm] if first < warm < end else [])})
-        segments += [(a, b - a) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-    return segments
-
-
 def train_blues(
     config: WargameIntentConfig,
     num_seeds: int,
     progress: Callable[[str], None],
 ) -> tuple[PolicySpec, dict[str, Any], dict[str, np.ndarray]]:
-    """Train the blind and the aware Blue, every seed, in one program.
-
-    The two differ only in the sharpness range of the belief in their
-    observation (:func:`sharpness_ranges`), a parameter of the game, so one
-    compiled MAPPO run is vmapped over the two Blues and their seeds: the same
-    network, budget, settings and seed keys for both. For the first
-    :func:`warm_start_updates` updates both see the flat belief (the same
-    inputs and keys, so the same parameters: a shared warm start); the aware
-    Blue's belief is soft only in the updates after that.
-
-    Returns:
-        ``(spec, {Blue: params with a leading seed axis [S]}, {Blue: return/blue
-        [S, U]})``.
-    """
+    """The blind and the aware Blue, every seed, in one program
+    (:func:`~mopa.planning.battalion_blue.train_belief_blues`: the two differ
+    only in their belief's sharpness range, :func:`sharpness_ranges`; both see
+    the flat belief for the first :func:`warm_start_updates` updates)."""
     mappo = mappo_config(config, num_seeds)
     ranges = sharpness_ranges(config)
-    lows = jnp.asarray([ranges[n][0] for n in TRAINED], jnp.float32)
-    highs = jnp.asarray([ranges[n][1] for n in TRAINED], jnp.float32)
-    flat = jnp.zeros_like(lows)
-    game, params = soft_belief_game()
-
-    def trainer(low, high):
-        return make_trainer(
-            mappo, (game, params.replace(alpha_low=low, alpha_high=high))
-        )
-
-    def init(low, high):
-        return jax.vmap(trainer(low, high).init)(seed_keys(mappo))
-
-    def update(low, high, carry):
-        return jax.vmap(trainer(low, high).update)(carry)
-
-    def run_chunk(carry, low, high, length):
-        return jax.lax.scan(
-            lambda c, _: jax.vmap(update)(low, high, c), carry, length=length
-        )
-
-    warm = warm_start_updates(config, mappo.num_updates)
-    segments = training_segments(mappo.num_updates, config.train_chunks, warm)
-    run_chunk = jax.jit(run_chunk, static_argnums=3)
-    carry = jax.jit(jax.vmap(init))(flat, flat)
-    returns, done = [], 0
-    for index, (first, size) in enumerate(segments):
-        tick = time.perf_counter()
-        low, high = (flat, flat) if first < warm else (lows, highs)
-        carry, metrics = run_chunk(carry, low, high, size)
-        returns.append(np.asarray(metrics["return/blue"]))  # [U, 2, S]
-        done += size
-        rate = size * mappo.steps_per_update * num_seeds * len(TRAINED)
-        rate /= max(time.perf_counter() - tick, 1e-9)
-        with np.errstate(all="ignore"):
-            recent = np.nanmean(returns[-1], axis=(0, 2))
-        progress(
-            f"[train] part {index + 1}/{len(segments)}"
-            f"{' (shared warm start)' if first < warm else ''}  "
-            f"{done * mappo.steps_per_update:,}/{mappo.total_steps:,} steps per "
-            f"seed and Blue  {rate:,.0f} steps/s  return/blue "
-            + "  ".join(f"{n} {r:.2f}" for n, r in zip(TRAINED, recent, strict=True))
-        )
-    curve = np.concatenate(returns)  # [U, 2, S]
-    spec, params = trainer(lows[0], highs[0]).policies(carry)["blue"]
-    return (
-        spec,
-        {n: jax.tree.map(lambda x, i=i: x[i], params) for i, n in enumerate(TRAINED)},
-        {n: curve[:, i].T for i, n in enumerate(TRAINED)},
+    return train_belief_blues(
+        mappo,
+        {n: ranges[n] for n in TRAINED},
+        warm_start_updates(config, mappo.num_updates),
+        config.train_chunks,
+        progress,
     )
 
 
@@ -538,15 +299,6 @@ def load_blue(path: Path) -> tuple[PolicySpec, Any]:
 
 
 # -- the belief ----------------------------------------------------------------------
-def belief_features(obs: jax.Array, params: BattalionParams) -> jax.Array:
-    """``[NUM_FEATURES]`` what the belief reads from one step: Blue's observation
-    ``[17]`` and Red's map position (x / width, y / height) recovered from it
-    (Blue's position plus the observed distance along the observed bearing)."""
-    diagonal = jnp.sqrt(params.map_width**2 + params.map_height**2)
-    distance = obs[6] * diagonal
-    red_x = obs[0] + distance * obs[7] / params.map_width
-    red_y = obs[1] + distance * obs[8] / params.map_height
-    return jnp.concatenate([obs, jnp.stack([red_x, red_y])])
 
 
 def classifier_config(config: WargameIntentConfig) -> ClassifierConfig:
@@ -558,384 +310,6 @@ def classifier_config(config: WargameIntentConfig) -> ClassifierConfig:
         hidden=config.classifier_hidden,
         num_updates=config.classifier_updates,
     )
-
-
-MOTION_FEATURES = (6, 17, 18)
-"""Features whose change from one row to the next the classifier also reads:
-the distance to Red and Red's map position (how Red moved)."""
-MOTION_SCALE = 10.0
-"""Scale of those changes (a row's move of 50 m reads 0.5)."""
-
-
-def classifier_input(prefix: jax.Array, length: jax.Array) -> jax.Array:
-    """``[R * (F + M) + 1]`` the classifier's input: the prefix rows ``[R, F]``
-    (zeros past ``length``) flattened, the change of the :data:`MOTION_FEATURES`
-    ``[R, M]`` from the row before (zeros in the first row and past ``length``,
-    times :data:`MOTION_SCALE`) flattened, then ``length / R``."""
-    rows = prefix.shape[0]
-    index = jnp.asarray(MOTION_FEATURES)
-    change = (prefix[1:, index] - prefix[:-1, index]) * MOTION_SCALE
-    seen = (jnp.arange(1, rows) < length)[:, None]
-    motion = jnp.concatenate(
-        [jnp.zeros((1, index.size)), jnp.where(seen, change, 0.0)], 0
-    )
-    fraction = jnp.asarray(length, jnp.float32)[None] / rows
-    return jnp.concatenate([prefix.reshape(-1), motion.reshape(-1), fraction])
-
-
-def classifier_logits_fn(c_config: ClassifierConfig, c_params: Any):
-    """The :data:`~mopa.opponent.beliefs.LogitsFn` of the belief classifier."""
-    module = c_config.module()
-
-    def logits_fn(prefix: jax.Array, length: jax.Array) -> jax.Array:
-        return module.apply(c_params, classifier_input(prefix, length))
-
-    return logits_fn
-
-
-def prefix_examples(
-    rows: np.ndarray, num_rows: np.ndarray, labels: np.ndarray
-) -> ClassifierData:
-    """Every prefix of every episode as a classifier example.
-
-    Args:
-        rows: ``[M, R, F]`` recorded rows (zeros past each episode's count).
-        num_rows: ``[M]`` rows recorded in each episode (at least 1).
-        labels: ``[M]`` each episode's type in :data:`FAMILY`.
-
-    Returns:
-        :class:`ClassifierData` with one example per (episode, prefix length
-        ``1..num_rows``), inputs as :func:`classifier_input`.
-    """
-    R = rows.shape[1]
-    mask = np.arange(R)[None, :, None] < np.arange(1, R + 1)[:, None, None]  # [L, R, 1]
-    prefixes, lengths, ys = [], [], []
-    for m in range(rows.shape[0]):
-        count = int(num_rows[m])
-        prefixes.append(np.where(mask[:count], rows[m][None], 0.0))
-        lengths.append(np.arange(1, count + 1))
-        ys.append(np.full(count, labels[m], np.int32))
-    x = jax.jit(jax.vmap(classifier_input))(
-        jnp.asarray(np.concatenate(prefixes), jnp.float32),
-        jnp.asarray(np.concatenate(lengths), jnp.int32),
-    )
-    return ClassifierData(x, jnp.asarray(np.concatenate(ys)))
-
-
-# -- playing -------------------------------------------------------------------------
-@functools.lru_cache(maxsize=8)
-def make_play(config: WargameIntentConfig, spec: PolicySpec) -> Callable:
-    """``play(actor_params, classifier_params, temperature, feed, keys [N]) ->
-    dict of [N, ...]``: one episode per key of a trained Blue against the mixed
-    family (discrete actions; jitted; one program for every feed).
-
-    ``feed`` (an index into :data:`FEEDS`, traced) chooses what fills the
-    Blue's belief slot: ``none`` the flat ``1 / K`` (the blind Blue), ``online``
-    the classifier's belief, ``oracle`` the true type's one-hot, ``soft`` a soft
-    belief of the training sharpness, ``decoy`` one about a type drawn
-    independently of Red's. The online belief (:func:`classifier_
-    logits_fn` of ``classifier_params`` at ``temperature``) is updated from
-    Blue's own observation every ``belief_stride`` steps
-    (:func:`~mopa.opponent.beliefs.update_prefix_belief`); the type enters only
-    the ``oracle`` and ``soft`` feeds and the labels.
-
-    Returns (per episode): ``outcome`` (1 win, 0 draw, -1 loss), ``return``
-    (Blue's episode return, the training objective), ``label`` (Red's
-    type in :data:`FAMILY`), ``length`` (steps played), ``rows [R, F]`` and
-    ``num_rows`` (what the belief read), ``beliefs [R, K]`` (the online belief
-    after each row).
-    """
-    module = spec.module()
-
-    def act(actor_params, obs, fed, step, key):
-        x = jnp.concatenate([obs, fed[None]], -1)
-        logits = module.apply(actor_params, agent_inputs(spec, x))
-        if config.greedy:
-            return jnp.argmax(logits, -1).astype(jnp.int32)
-        return jax.random.categorical(key, logits).astype(jnp.int32)
-
-    return _make_episodes(config, wargame(), act)
-
-
-@functools.lru_cache(maxsize=8)
-def make_plan_play(config: WargameIntentConfig) -> Callable:
-    """:func:`make_play` for the planning Blue (continuous actions): its
-    ``actor_params`` are the win-rate table ``[P, K]`` of the plans of
-    :data:`PROBE_PLANS` against the types of :data:`FAMILY` (the family probe's,
-    measured on other episodes), and at every step it plays the plan with the
-    highest expected win rate under the belief it is fed (:func:`choose_plan`)."""
-    env, params = make("battalion_vs_red", red="mixed")
-    ranges = jnp.asarray([r for r, _ in PROBE_PLANS.values()], jnp.float32)
-    starts = jnp.asarray([t for _, t in PROBE_PLANS.values()], jnp.int32)
-
-    def act(table, obs, fed, step, key):
-        plan = choose_plan(table, fed)
-        distance = jnp.where(step < starts[plan], 1e9, ranges[plan])
-        return heuristic_blue(obs[0], params, distance)[None]
-
-    return _make_episodes(config, (env, params), act)
-
-
-def choose_plan(table: jax.Array, belief: jax.Array) -> jax.Array:
-    """``[]`` int32: the plan with the highest expected win rate under the
-    belief, ``argmax_p sum_k belief[k] table[p, k]`` (the first on a tie).
-
-    Args:
-        table: ``[P, K]`` win rate of each plan against each type.
-        belief: ``[K]`` the belief over the types.
-    """
-    return jnp.argmax(table @ belief).astype(jnp.int32)
-
-
-def _make_episodes(config: WargameIntentConfig, game: tuple, act: Callable):
-    """The jitted, vmapped episode of :func:`make_play` with the Blue's action
-    ``act(actor_params, obs [1, 17], fed belief [K], step [], key) -> action``."""
-    env, params = game
-    horizon = int(params.max_steps)
-    c_config = classifier_config(config)
-    stride, R = config.belief_stride, config.belief_rows
-
-    def episode(actor_params, c_params, temperature, feed, key):
-        logits_fn = classifier_logits_fn(c_config, c_params)
-        key_reset, key_alpha, key_run, key_decoy = jax.random.split(key, 4)
-        obs, state = env.reset(key_reset, params)
-        label = family_index(state.red_type)
-        alpha = jax.random.uniform(
-            key_alpha, (), minval=config.alpha_low, maxval=config.alpha_high
-        )
-        flat = jnp.full((NUM_TYPES,), 1.0 / NUM_TYPES)
-        oracle = jax.nn.one_hot(label, NUM_TYPES)
-        soft = soft_belief(label, alpha, NUM_TYPES)
-        decoy_type = jax.random.randint(key_decoy, (), 0, NUM_TYPES)
-        decoy = soft_belief(decoy_type, alpha, NUM_TYPES)
-
-        def step(carry, key_step):
-            obs, state, belief, alive, outcome, length, total = carry
-            record = alive & (state.step % stride == 0) & (belief.length < R)
-            features = belief_features(obs[0][0], params)
-            updated = update_prefix_belief(belief, features, logits_fn, temperature)
-            belief = jax.tree.map(
-                lambda new, old: jnp.where(record, new, old), updated, belief
-            )
-            fed = jnp.stack([flat, belief.belief, oracle, soft, decoy])[feed]
-            key_act, key_env = jax.random.split(key_step)
-            action = act(actor_params, obs[0], fed, state.step, key_act)
-            obs, state, rewards, terminated, truncated, info = env.step(
-                key_env, state, (action,), params
-            )
-            done = terminated | truncated
-            code = jnp.where(info["blue_win"], 1, jnp.where(info["red_win"], -1, 0))
-            outcome = jnp.where(alive & done, code, outcome)
-            length = length + alive.astype(jnp.int32)
-            total = total + alive * rewards[0][0]
-            carry = (obs, state, belief, alive & ~done, outcome, length, total)
-            return carry, None
-
-        init = (
-            obs,
-            state,
-            init_prefix_belief(R, NUM_FEATURES, NUM_TYPES),
-            jnp.ones((), bool),
-            jnp.full((), -2, jnp.int32),
-            jnp.zeros((), jnp.int32),
-            jnp.zeros((), jnp.float32),
-        )
-        (_, _, belief, _, outcome, length, total), _ = jax.lax.scan(
-            step, init, jax.random.split(key_run, horizon)
-        )
-        # [R, K]: row r is the belief after r + 1 rows (rows past num_rows repeat
-        # zeros and are masked by the callers).
-        beliefs = prefix_beliefs(logits_fn, belief.prefix, NUM_TYPES, temperature)
-        return {
-            "outcome": outcome,
-            "return": total,
-            "label": label,
-            "length": length,
-            "rows": belief.prefix,
-            "num_rows": belief.length,
-            "beliefs": beliefs,
-        }
-
-    return jax.jit(jax.vmap(episode, in_axes=(None, None, None, None, 0)))
-
-
-def play_seeds(
-    play: Callable,
-    stacked_params: Any,
-    c_params: Any,
-    temperature: float,
-    feed: str,
-    keys: jax.Array,
-) -> dict[str, np.ndarray]:
-    """:func:`make_play`'s ``play`` for every seed's parameters (host loop over
-    the leading seed axis; seed ``s`` plays ``keys[s]``): arrays ``[S, N, ...]``.
-
-    Args:
-        feed: a name of :data:`FEEDS`.
-        keys: ``[S, N]`` episode keys.
-    """
-    if feed not in FEEDS:
-        raise InvalidParameterError(f"feed must be one of {FEEDS}, got {feed!r}")
-    num_seeds = jax.tree.leaves(stacked_params)[0].shape[0]
-    index = jnp.asarray(FEEDS.index(feed), jnp.int32)
-    temperature = jnp.asarray(temperature, jnp.float32)
-    runs = [
-        play(
-            jax.tree.map(lambda x, s=s: x[s], stacked_params),
-            c_params,
-            temperature,
-            index,
-            keys[s],
-        )
-        for s in range(num_seeds)
-    ]
-    return {k: np.stack([np.asarray(r[k]) for r in runs]) for k in runs[0]}
-
-
-def episode_keys(seed: int, salt: int, num_seeds: int, num_episodes: int) -> jax.Array:
-    """``[S, N]`` episode keys, the same for every condition (common random
-    numbers: same terrain, start and Red type), different for every seed."""
-    base = jax.random.fold_in(jax.random.key(seed), salt)
-    index = jnp.arange(num_seeds * num_episodes)
-    keys = jax.vmap(lambda i: jax.random.fold_in(base, i))(index)
-    return keys.reshape(num_seeds, num_episodes)
-
-
-# -- do the strategies call for different plans? -------------------------------------
-PROBE_PLANS = {
-    "close to 50 m": (50.0, 0),
-    "close to 120 m": (120.0, 0),
-    "hold position": (1e9, 0),
-    "hold, close to 50 m from step 200": (50.0, 200),
-    "hold, close to 50 m from step 300": (50.0, 300),
-}
-"""Scripted Blue plans of the family probe, ``name: (distance, from step)``:
-:func:`~mopa.envs.scripted_red.heuristic_blue` (face Red, fire when it is in the
-arc) holding its position until the step, then closing to the distance."""
-
-
-def probe_family(num_episodes: int, seed: int) -> dict[str, Any]:
-    """Each plan of :data:`PROBE_PLANS` against each type of :data:`FAMILY`
-    (continuous actions), in one program vmapped over plans, types and episodes.
-
-    If one plan were best against every type, knowing the type could not help a
-    Blue restricted to these plans; where the best plan differs by type, it can.
-
-    Returns:
-        ``{"plans": [...], "types": [...], "win_rate", "draw_rate", "loss_rate":
-        [P][K] lists, "best_plan_by_win_rate": {type: plan}, "best_single_plan"
-        (best mean win rate over the uniform family) and its win rate,
-        "best_plan_per_type_win_rate" (the mean win rate of playing each type's
-        best plan: what knowing the type is worth among these plans),
-        "num_episodes"}``.
-    """
-    env, params = make("battalion_vs_red", red="mixed")
-    horizon = int(params.max_steps)
-    ranges = jnp.asarray([r for r, _ in PROBE_PLANS.values()], jnp.float32)
-    starts = jnp.asarray([t for _, t in PROBE_PLANS.values()], jnp.int32)
-    probs = jnp.asarray(
-        [np.eye(len(RED_TYPES))[RED_TYPE_INDEX[red]] for red in FAMILY], jnp.float32
-    )
-    keys = episode_keys(seed, 4, 1, num_episodes)[0]
-
-    def episode(close_range, start, red_probs, key):
-        game = params.replace(red_probs=red_probs)
-        key_reset, key_run = jax.random.split(key)
-        obs, state = env.reset(key_reset, game)
-
-        def step(carry, key_step):
-            obs, state, alive, outcome = carry
-            distance = jnp.where(state.step < start, 1e9, close_range)
-            action = heuristic_blue(obs[0][0], game, distance)[None]
-            obs, state, _, terminated, truncated, info = env.step(
-                key_step, state, (action,), game
-            )
-            done = terminated | truncated
-            code = jnp.where(info["blue_win"], 1, jnp.where(info["red_win"], -1, 0))
-            return (
-                obs,
-                state,
-                alive & ~done,
-                jnp.where(alive & done, code, outcome),
-            ), None
-
-        init = (obs, state, jnp.ones((), bool), jnp.full((), -2, jnp.int32))
-        (_, _, _, outcome), _ = jax.lax.scan(
-            step, init, jax.random.split(key_run, horizon)
-        )
-        return outcome
-
-    play = jax.vmap(episode, in_axes=(None, None, None, 0))
-    play = jax.vmap(play, in_axes=(None, None, 0, None))
-    outcomes = np.asarray(
-        jax.jit(jax.vmap(play, in_axes=(0, 0, None, None)))(ranges, starts, probs, keys)
-    )  # [P, K, N]
-    plans = list(PROBE_PLANS)
-    win = (outcomes == 1).mean(-1)  # [P, K]
-    single = int(np.argmax(win.mean(1)))
-    return {
-        "plans": plans,
-        "types": list(FAMILY),
-        "win_rate": win.tolist(),
-        "draw_rate": (outcomes == 0).mean(-1).tolist(),
-        "loss_rate": (outcomes == -1).mean(-1).tolist(),
-        "best_plan_by_win_rate": {
-            red: plans[int(np.argmax(win[:, k]))] for k, red in enumerate(FAMILY)
-        },
-        "best_single_plan": plans[single],
-        "best_single_plan_win_rate": float(win[single].mean()),
-        "best_plan_per_type_win_rate": float(win.max(0).mean()),
-        "num_episodes": num_episodes,
-    }
-
-
-# -- statistics ----------------------------------------------------------------------
-def outcome_summary(outcomes: np.ndarray) -> dict[str, Any]:
-    """Wins, draws, losses and rates of ``outcomes [S, N]`` (1, 0, -1), with the
-    Wilson 95% interval of the win rate over all ``S x N`` episodes and the win
-    rate of every seed."""
-    result = count_outcomes(np.asarray(outcomes).reshape(-1))
-    return {
-        **result.as_dict(),
-        "win_rate_ci95": list(wilson_interval(result.wins, result.n_episodes)),
-        "seed_win_rates": [float(np.mean(o == 1)) for o in np.asarray(outcomes)],
-    }
-
-
-def paired_difference(first: np.ndarray, second: np.ndarray) -> dict[str, Any]:
-    """Mean of ``win(first) - win(second)`` over paired episodes (the same keys)
-    ``[S, N]``, with its normal 95% interval."""
-    diff = (np.asarray(first) == 1).astype(np.float64) - (np.asarray(second) == 1)
-    return {**mean_interval(diff), "n_pairs": diff.size}
-
-
-def belief_by_step(
-    beliefs: np.ndarray, valid: np.ndarray, labels: np.ndarray, num_bins: int
-) -> dict[str, list[float]]:
-    """Accuracy, ECE and the number of episodes at every belief row.
-
-    Args:
-        beliefs: ``[M, R, K]`` the belief after each row.
-        valid: ``[M, R]`` whether the episode was still being played at that row.
-        labels: ``[M]`` the true types.
-    """
-    out: dict[str, list[float]] = {"accuracy": [], "ece": [], "n_episodes": []}
-    for r in range(beliefs.shape[1]):
-        keep = np.asarray(valid[:, r], bool)
-        if not keep.any():
-            out["accuracy"].append(float("nan"))
-            out["ece"].append(float("nan"))
-            out["n_episodes"].append(0)
-            continue
-        probs, y = jnp.asarray(beliefs[keep, r]), jnp.asarray(labels[keep])
-        out["accuracy"].append(float(accuracy(probs, y)))
-        out["ece"].append(float(expected_calibration_error(probs, y, num_bins)))
-        out["n_episodes"].append(int(keep.sum()))
-    return out
-
-
-def _valid_rows(num_rows: np.ndarray, rows: int) -> np.ndarray:
-    return np.arange(rows)[None, :] < np.asarray(num_rows).reshape(-1)[:, None]
 
 
 # -- stages --------------------------------------------------------------------------
@@ -976,107 +350,40 @@ def _belief_stage(
         keys = episode_keys(config.seed, salt, num_seeds, config.data_episodes_per_seed)
         data = play_seeds(play, params, untrained, 1.0, "decoy", keys)
         rows = data["rows"].reshape(-1, config.belief_rows, NUM_FEATURES)
-        num_rows = data["num_rows"].reshape(-1)
         labels = data["label"].reshape(-1)
-        order = np.random.default_rng(config.seed).permutation(labels.size)
-        n_test = max(1, labels.size // 4)
-        n_val = max(1, (labels.size - n_test) // 5)
-        test, val, fit = (
-            order[:n_test],
-            order[n_test : n_test + n_val],
-            order[n_test + n_val :],
+        fitted = fit_row_classifier(
+            c_config,
+            key_fit,
+            rows,
+            data["num_rows"].reshape(-1),
+            labels,
+            seed=config.seed,
+            num_bins=config.calibration_bins,
         )
-        fit_data = prefix_examples(rows[fit], num_rows[fit], labels[fit])
-        c_params, c_metrics = jax.jit(make_train(c_config))(key_fit, fit_data)
-        val_data = prefix_examples(rows[val], num_rows[val], labels[val])
-        val_logits = c_config.module().apply(c_params, val_data.x)
-        temperature = float(fit_temperature(val_logits, val_data.labels))
+        temperature, heldout = fitted.temperature, fitted.heldout
         write_msgpack(
             folder / "classifier.msgpack",
             {
                 "format": BELIEF_FORMAT,
                 "version": 1,
-                "params": jax.tree.map(np.asarray, c_params),
+                "params": jax.tree.map(np.asarray, fitted.params),
                 "temperature": temperature,
             },
         )
-        logits_fn = classifier_logits_fn(c_config, c_params)
-        test_beliefs = jax.jit(
-            jax.vmap(
-                lambda prefix: prefix_beliefs(logits_fn, prefix, NUM_TYPES, temperature)
-            )
-        )(jnp.asarray(rows[test]))
-        heldout = belief_by_step(
-            np.asarray(test_beliefs),
-            _valid_rows(num_rows[test], config.belief_rows),
-            labels[test],
-            config.calibration_bins,
-        )
         shown = heldout["accuracy"][:: max(1, len(heldout["accuracy"]) // 8)]
         progress(
-            f"[{tag}] {labels.size} episodes, {fit_data.labels.shape[0]:,} prefixes; "
+            f"[{tag}] {labels.size} episodes, {fitted.num_prefixes:,} prefixes; "
             f"temperature {temperature:.2f}; held-out accuracy by row "
             + " ".join(f"{a:.2f}" for a in shown)
         )
         return {
             "temperature": temperature,
-            "episodes": {
-                "fit": int(fit.size),
-                "validation": int(val.size),
-                "test": int(test.size),
-            },
+            "episodes": fitted.episodes,
             "heldout": heldout,
             "type_counts": np.bincount(labels, minlength=NUM_TYPES).tolist(),
         }
 
     return fn
-
-
-def _summaries(
-    runs: dict[str, dict], names: tuple[str, ...], first: str, second: str
-) -> dict:
-    """Outcome tables of the conditions ``names`` (played on the same keys), the
-    paired difference ``first - second`` and whether ``first`` beat ``second``
-    with non-overlapping intervals."""
-    labels = runs[names[0]]["label"]
-    for name in names:  # the same keys give the same Red types
-        if not np.array_equal(runs[name]["label"], labels):
-            raise RuntimeError(f"{name} met other Red types than {names[0]}")
-    conditions = {
-        n: {
-            **outcome_summary(runs[n]["outcome"]),
-            "return": mean_interval(runs[n]["return"]),
-        }
-        for n in names
-    }
-    per_type = {
-        n: {
-            red: {
-                **outcome_summary(runs[n]["outcome"][labels == k][None]),
-                "return": mean_interval(runs[n]["return"][labels == k]),
-            }
-            for k, red in enumerate(FAMILY)
-            if np.any(labels == k)
-        }
-        for n in names
-    }
-    return {
-        "conditions": conditions,
-        "per_type": per_type,
-        "difference": paired_difference(
-            runs[first]["outcome"], runs[second]["outcome"]
-        ),
-        "beats": bool(
-            conditions[first]["win_rate_ci95"][0]
-            > conditions[second]["win_rate_ci95"][1]
-        ),
-        "mean_episode_length": {n: float(np.mean(runs[n]["length"])) for n in names},
-    }
-
-
-PLANNERS = ("blind_planner", "aware_planner", "oracle_planner")
-"""The planning Blues' conditions: the same plan library and win-rate table,
-choosing with the flat belief, the online belief, or the true type."""
 
 
 def _plan_evaluate_stage(config, table, folder_belief: Path, num_seeds, progress):
@@ -1088,7 +395,7 @@ def _plan_evaluate_stage(config, table, folder_belief: Path, num_seeds, progress
         stacked = jnp.broadcast_to(
             jnp.asarray(table, jnp.float32), (num_seeds, *np.shape(table))
         )
-        play = make_plan_play(config)
+        play = make_plan_play(blue_config(config))
         feeds = dict(zip(PLANNERS, ("none", "online", "oracle"), strict=True))
         runs = {}
         for name in PLANNERS:
@@ -1102,17 +409,19 @@ def _plan_evaluate_stage(config, table, folder_belief: Path, num_seeds, progress
                 f"({time.perf_counter() - tick:.1f} s)"
             )
         aware = runs["aware_planner"]
-        online = belief_by_step(
+        online = calibration_by_row(
             aware["beliefs"].reshape(-1, config.belief_rows, NUM_TYPES),
-            _valid_rows(aware["num_rows"], config.belief_rows),
+            rows_seen(aware["num_rows"], config.belief_rows),
             aware["label"].reshape(-1),
             config.calibration_bins,
         )
-        summary = _summaries(runs, PLANNERS, "aware_planner", "blind_planner")
+        summary = outcome_tables(
+            runs, PLANNERS, "aware_planner", "blind_planner", FAMILY
+        )
         flat = np.full(NUM_TYPES, 1.0 / NUM_TYPES)
         return {
             **summary,
-            "oracle_minus_blind": paired_difference(
+            "oracle_minus_blind": win_difference(
                 runs["oracle_planner"]["outcome"], runs["blind_planner"]["outcome"]
             ),
             "blind_plan": list(PROBE_PLANS)[int(choose_plan(jnp.asarray(table), flat))],
@@ -1132,7 +441,7 @@ def _evaluate_stage(config, folders: dict[str, Path], num_seeds: int, progress):
         spec = blues["aware"][0]
         if blues["blind"][0] != spec:
             raise RuntimeError("the blind and aware Blues must share one network")
-        play = make_play(config, spec)
+        play = make_play(blue_config(config), spec)
         feeds = {"blind": "none", "aware": "online", "oracle": "oracle"}
         players = {"blind": "blind", "aware": "aware", "oracle": "aware"}
         runs = {}
@@ -1146,13 +455,13 @@ def _evaluate_stage(config, folders: dict[str, Path], num_seeds: int, progress):
                 f"{np.mean(runs[name]['outcome'] == 1):.3f} "
                 f"({time.perf_counter() - tick:.1f} s)"
             )
-        summary = _summaries(runs, CONDITIONS, "aware", "blind")
+        summary = outcome_tables(runs, CONDITIONS, "aware", "blind", FAMILY)
         conditions = summary["conditions"]
         labels = runs["blind"]["label"]
         aware = runs["aware"]
-        online = belief_by_step(
+        online = calibration_by_row(
             aware["beliefs"].reshape(-1, config.belief_rows, NUM_TYPES),
-            _valid_rows(aware["num_rows"], config.belief_rows),
+            rows_seen(aware["num_rows"], config.belief_rows),
             labels.reshape(-1),
             config.calibration_bins,
         )
@@ -1161,7 +470,7 @@ def _evaluate_stage(config, folders: dict[str, Path], num_seeds: int, progress):
             "conditions": conditions,
             "per_type": summary["per_type"],
             "aware_minus_blind": summary["difference"],
-            "oracle_minus_blind": paired_difference(
+            "oracle_minus_blind": win_difference(
                 runs["oracle"]["outcome"], runs["blind"]["outcome"]
             ),
             "aware_beats_blind": summary["beats"],
@@ -1187,7 +496,7 @@ def run_wargame_intent(
         The JSON-able results (see the module docstring and
         :func:`wargame_markdown`).
     """
-    from mopa.experiments.stages import Stages
+    from mopa.core.stages import Stages
 
     progress = progress or (lambda line: None)
     stages = stages if stages is not None else Stages(None, progress)
@@ -1198,7 +507,7 @@ def run_wargame_intent(
 
     def trained_aware():
         spec, params = load_blue(folders["train"] / "aware.msgpack")
-        return make_play(config, spec), params
+        return make_play(blue_config(config), spec), params
 
     # The belief's input is part of the stages that fit or use a classifier.
     described_belief = {**described, "belief_input": BELIEF_INPUT_VERSION}
@@ -1237,7 +546,7 @@ def run_wargame_intent(
         stacked = jnp.broadcast_to(
             jnp.asarray(table, jnp.float32), (num_seeds, *np.shape(table))
         )
-        return make_plan_play(config), stacked
+        return make_plan_play(blue_config(config)), stacked
 
     plan_belief = stages.run(
         "plan_belief",
@@ -1287,274 +596,13 @@ def run_wargame_intent(
     }
 
 
-# -- report --------------------------------------------------------------------------
-LABELS = {
-    "blind": "type-blind Blue (observations only)",
-    "aware": "type-aware Blue (online belief)",
-    "oracle": "oracle Blue (true type; reference)",
-}
-
-
-def _by_type_header(labels: dict, names) -> tuple[str, str]:
-    """The header and rule of a markdown table with a row per Red type and a
-    column per entry of ``names`` (its label up to the parenthesis)."""
-    return (
-        "| Red type | " + " | ".join(labels[n].split(" (")[0] for n in names) + " |",
-        "| --- |" + " --- |" * len(names),
-    )
-
-
-def _rate(summary: dict) -> str:
-    lo, hi = summary["win_rate_ci95"]
-    return f"{summary['win_rate']:.3f} [{lo:.3f}, {hi:.3f}]"
-
-
-def _mean(summary: dict) -> str:
-    lo, hi = summary["ci95"]
-    return f"{summary['mean']:.2f} [{lo:.2f}, {hi:.2f}]"
-
-
-def verdict(results: dict) -> str:
-    """One sentence: whether the type-aware Blue beat the type-blind one with
-    non-overlapping 95% intervals."""
-    aware, blind = results["conditions"]["aware"], results["conditions"]["blind"]
-    if results["aware_beats_blind"]:
-        return (
-            f"The type-aware Blue beat the type-blind Blue with non-overlapping 95% "
-            f"intervals: win rate {_rate(aware)} against {_rate(blind)}."
-        )
-    return (
-        f"The type-aware Blue did not beat the type-blind Blue with non-overlapping "
-        f"95% intervals: win rate {_rate(aware)} against {_rate(blind)}."
-    )
-
-
-def plan_verdict(results: dict) -> str:
-    """One sentence: whether the planning Blue with the online belief beat the
-    planning Blue without one with non-overlapping 95% intervals."""
-    planning = results["planning"]
-    aware = planning["conditions"]["aware_planner"]
-    blind = planning["conditions"]["blind_planner"]
-    did = "beat" if planning["beats"] else "did not beat"
-    return (
-        f"The type-aware planning Blue {did} the type-blind planning Blue with "
-        f"non-overlapping 95% intervals: win rate {_rate(aware)} against "
-        f"{_rate(blind)}."
-    )
-
-
-PLAN_LABELS = {
-    "blind_planner": "type-blind planner (best single plan)",
-    "aware_planner": "type-aware planner (online belief)",
-    "oracle_planner": "oracle planner (true type; reference)",
-}
-
-
-def _planning_markdown(results: dict) -> list[str]:
-    planning = results["planning"]
-    lines = [
-        "",
-        "## The planning Blue",
-        "",
-        "Blues that choose, at every step, the plan of the family probe with the "
-        "highest expected win rate under their belief (the probe's win-rate table, "
-        "measured on other episodes): the blind one with the flat belief (it plays "
-        f"the best single plan, {planning['blind_plan']}), the aware one with the "
-        "online posterior of its own classifier (fitted on its own games with "
-        "decoy beliefs), the oracle with the true type. The same evaluation "
-        "episodes as above.",
-        "",
-        "| Blue | wins | draws | losses | win rate [95% CI] | episode return "
-        "[95% CI] |",
-        "| --- | ---: | ---: | ---: | --- | --- |",
-    ]
-    for name in PLANNERS:
-        c = planning["conditions"][name]
-        lines.append(
-            f"| {PLAN_LABELS[name]} | {c['wins']} | {c['draws']} | {c['losses']} | "
-            f"{_rate(c)} | {_mean(c['return'])} |"
-        )
-    diff, odiff = planning["difference"], planning["oracle_minus_blind"]
-    lines += [
-        "",
-        f"Paired win-rate difference: aware - blind {diff['mean']:+.3f} "
-        f"[{diff['ci95'][0]:+.3f}, {diff['ci95'][1]:+.3f}]; oracle - blind "
-        f"{odiff['mean']:+.3f} [{odiff['ci95'][0]:+.3f}, {odiff['ci95'][1]:+.3f}].",
-        "",
-        f"**{plan_verdict(results)}**",
-        "",
-        *_by_type_header(PLAN_LABELS, PLANNERS),
-    ]
-    for red in results["family"]:
-        cells = [
-            f"{_rate(planning['per_type'][n][red])}"
-            for n in PLANNERS
-            if red in planning["per_type"][n]
-        ]
-        lines.append(f"| {red} | " + " | ".join(cells) + " |")
-    belief = planning["belief"]
-    lines += [
-        "",
-        f"The planner's belief by step (temperature {belief['temperature']:.2f}):",
-        "",
-        "| step | accuracy (evaluation) | ECE (evaluation) | episodes | "
-        "accuracy (held-out) | ECE (held-out) |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for i, step in enumerate(results["belief"]["steps"]):
-        lines.append(
-            f"| {step} | {belief['accuracy_by_step'][i]:.3f} | "
-            f"{belief['ece_by_step'][i]:.3f} | {belief['n_episodes_by_step'][i]} | "
-            f"{belief['heldout_accuracy_by_step'][i]:.3f} | "
-            f"{belief['heldout_ece_by_step'][i]:.3f} |"
-        )
-    return lines
-
-
-def wargame_markdown(results: dict) -> str:
-    """``results.md``: the outcome table, per-type win rates, the belief by step."""
-    lines = [
-        "# Opponent modelling in the wargame (W7 item 4)",
-        "",
-        f"Blue against the mixed Red strategy family ({', '.join(results['family'])};"
-        f" type drawn uniformly per episode, hidden from Blue). "
-        f"{results['num_seeds']} seeds x {results['eval_episodes_per_seed']} "
-        f"episodes per condition, the same episodes for every condition; "
-        f"{results['train_steps_per_seed']:,} training steps per seed for both "
-        "trained Blues, the first "
-        f"{results.get('warm_start', 0.0):.0%} of them shared (both with the flat "
-        "belief). Win rate with its Wilson 95% interval over all episodes.",
-        "",
-        "| Blue | wins | draws | losses | win rate [95% CI] | win rate per seed "
-        "| episode return [95% CI] |",
-        "| --- | ---: | ---: | ---: | --- | --- | --- |",
-    ]
-    for name in CONDITIONS:
-        c = results["conditions"][name]
-        seeds = ", ".join(f"{r:.3f}" for r in c["seed_win_rates"])
-        lines.append(
-            f"| {LABELS[name]} | {c['wins']} | {c['draws']} | {c['losses']} | "
-            f"{_rate(c)} | {seeds} | {_mean(c['return'])} |"
-        )
-    diff = results["aware_minus_blind"]
-    odiff = results["oracle_minus_blind"]
-    lines += [
-        "",
-        f"Paired win-rate difference over the same episodes: aware - blind "
-        f"{diff['mean']:+.3f} [{diff['ci95'][0]:+.3f}, {diff['ci95'][1]:+.3f}]; "
-        f"oracle - blind {odiff['mean']:+.3f} "
-        f"[{odiff['ci95'][0]:+.3f}, {odiff['ci95'][1]:+.3f}].",
-        "",
-        f"**{verdict(results)}**",
-        "",
-        "## Win rate by Red type",
-        "",
-        "Win rate [95% CI] (wins / draws / losses) and the mean episode return "
-        "(Blue's training objective: 5 x damage dealt - 5 x damage received, "
-        "+-10 for a win or a loss, -0.01 a step).",
-        "",
-        *_by_type_header(LABELS, CONDITIONS),
-    ]
-    for red in results["family"]:
-        cells = []
-        for name in CONDITIONS:
-            s = results["per_type"][name][red]
-            cells.append(
-                f"{_rate(s)} (W{s['wins']}/D{s['draws']}/L{s['losses']}); "
-                f"return {s['return']['mean']:.2f}"
-            )
-        lines.append(f"| {red} | " + " | ".join(cells) + " |")
-    probe = results["family_probe"]
-    lines += [
-        "",
-        "## Do the strategies call for different plans?",
-        "",
-        "Scripted Blue plans (face Red, fire when it is in the arc; hold "
-        "position, from the start or until a step, then close to a distance) "
-        "against each Red type, "
-        f"{probe['num_episodes']} episodes each: win / draw / loss rates.",
-        "",
-        "| Red type | " + " | ".join(probe["plans"]) + " | best plan by win rate |",
-        "| --- |" + " --- |" * (len(probe["plans"]) + 1),
-    ]
-    for k, red in enumerate(probe["types"]):
-        cells = [
-            f"{probe['win_rate'][p][k]:.2f} / {probe['draw_rate'][p][k]:.2f} / "
-            f"{probe['loss_rate'][p][k]:.2f}"
-            for p in range(len(probe["plans"]))
-        ]
-        best = probe["best_plan_by_win_rate"][red]
-        lines.append(f"| {red} | " + " | ".join(cells) + f" | {best} |")
-    lines += [
-        "",
-        "Against the uniform family the best single plan "
-        f"({probe['best_single_plan']}) wins "
-        f"{probe['best_single_plan_win_rate']:.3f}; playing each type's best "
-        f"plan wins {probe['best_plan_per_type_win_rate']:.3f}: among these plans, "
-        "knowing the type is worth the difference.",
-    ]
-    belief = results["belief"]
-    lines += [
-        "",
-        "## Belief over Red's type by step",
-        "",
-        "The aware Blue's online belief: a classifier over the rows of Blue's own "
-        f"observations recorded every {belief['stride']} "
-        f"steps (temperature {belief['temperature']:.2f}); accuracy and ECE over "
-        "the evaluation episodes still being played at that step (and on held-out "
-        f"data episodes). Chance is {belief['chance']:.3f}.",
-        "",
-        "| step | accuracy (evaluation) | ECE (evaluation) | episodes | "
-        "accuracy (held-out) | ECE (held-out) |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for i, step in enumerate(belief["steps"]):
-        lines.append(
-            f"| {step} | {belief['accuracy_by_step'][i]:.3f} | "
-            f"{belief['ece_by_step'][i]:.3f} | {belief['n_episodes_by_step'][i]} | "
-            f"{belief['heldout_accuracy_by_step'][i]:.3f} | "
-            f"{belief['heldout_ece_by_step'][i]:.3f} |"
-        )
-    if "planning" in results:
-        lines += _planning_markdown(results)
-    lines.append("")
-    return "\n".join(lines)
-
-
-def plot_wargame_intent(results: dict, out_dir: Path) -> list[Path]:
-    """``wargame_intent_belief.png``: belief accuracy and ECE by step."""
-    from matplotlib.figure import Figure
-
-    from mopa.report.figures import save_png
-
-    belief = results["belief"]
-    steps = np.asarray(belief["steps"])
-    figure = Figure(figsize=(6.0, 3.8), dpi=100, facecolor="white")
-    axes = figure.subplots()
-    axes.plot(
-        steps, belief["accuracy_by_step"], "-o", ms=3, label="accuracy (evaluation)"
-    )
-    axes.plot(
-        steps, belief["heldout_accuracy_by_step"], "--", label="accuracy (held-out)"
-    )
-    axes.plot(steps, belief["ece_by_step"], "-s", ms=3, label="ECE (evaluation)")
-    axes.axhline(belief["chance"], color="grey", lw=0.8, ls=":", label="chance")
-    axes.set_ylim(0, 1)
-    axes.set_xlabel("game step")
-    axes.set_title("Belief over Red's strategy type")
-    axes.legend(fontsize=8)
-    axes.grid(alpha=0.3)
-    figure.tight_layout()
-    return [save_png(figure, Path(out_dir) / "wargame_intent_belief.png")]
-
-
 register_experiment(
     "wargame_intent",
     run_wargame_intent,
     PROFILES,
     "default",
-    plot_fn=plot_wargame_intent,
+    plot_fn=wargame_report.plot_wargame_intent,
     description="Wargame opponent modelling: type-aware vs type-blind Blue "
     "against the mixed Red family",
-    markdown_fn=wargame_markdown,
+    markdown_fn=wargame_report.wargame_markdown,
 )

@@ -9,10 +9,10 @@ setting the battalion game rejects, a missing checkpoint or a failed training ru
 fails the benchmark.
 
 **Generalization.** A *scenario* is a setting of the game's parameters drawn from
-a seed by :func:`procedural_scenario`: the start placements (Blue's and Red's x
-bands, the shared y band, the spread of the start facing) and the terrain
-generator (widths of hills and forests, forest cover, how much hills slow). The
-game draws a fresh terrain layout from each episode's key, so a scenario is a
+a seed by :func:`~mopa.envs.battalion.procedural_scenario`: the start placements
+(Blue's and Red's x bands, the shared y band, the spread of the start facing) and
+the terrain generator (widths of hills and forests, forest cover, how much hills
+slow). The game draws a fresh terrain layout from each episode's key, so a scenario is a
 distribution of layouts and placements, not one map. A generalist trains on the
 ``train_scenarios`` (the league cycles through them chunk by chunk,
 ``TrainingConfig.scenarios``); each held-out scenario then gets
@@ -45,23 +45,17 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import numpy as np
-
 from mopa.core.checks import check_fields
+from mopa.envs.battalion import game_defaults, procedural_scenario
 from mopa.errors import InvalidParameterError
+from mopa.eval.intervals import proportion_difference
+from mopa.eval.protocol import pooled_outcomes
 from mopa.experiments.registry import register_experiment
-from mopa.experiments.wargame import (
-    OUTCOME_HEADER,
-    difference_interval,
-    evaluate_blue,
-    ladder_red_kwargs,
-    outcome_columns,
-    rate_cell,
-    train_blue,
-    training_dict,
-)
 from mopa.league.curriculum import CurriculumStage
-from mopa.league.training import TrainingConfig
+from mopa.league.evaluation import evaluate_blue, red_mixture_kwargs
+from mopa.league.training import TrainingConfig, train_blue
+from mopa.report import wargame_report
+from mopa.report.wargame_report import rate_cell
 
 BENCHMARK_TRAINING = TrainingConfig(
     game="battalion_vs_red",
@@ -92,48 +86,13 @@ QUICK_TRAINING = BENCHMARK_TRAINING.replace(
 budget, so they share one compiled program)."""
 
 
-def procedural_scenario(seed: int) -> dict[str, float]:
-    """The game parameters of scenario ``seed`` (see the module docstring).
-
-    Blue starts in an x band 0.05 wide within ``[0.05, 0.40]`` of the map, Red in
-    one within ``[0.60, 0.95]``, both in a y band 0.2 wide within ``[0.1, 0.9]``,
-    facing east / west within ``facing_spread`` (up to 90 degrees); hills and
-    forests are 0.03-0.30 map units wide, forests' peak cover 0.2-1.0 and the
-    highest ground slows to 30-100% speed.
-    """
-    rng = np.random.default_rng(seed)
-    blue, red, y = (
-        rng.uniform(0.05, 0.35),
-        rng.uniform(0.60, 0.90),
-        rng.uniform(0.1, 0.7),
-    )
-    hill, forest = rng.uniform(0.03, 0.15, 2)
-    hill_width, forest_width = rng.uniform(0.02, 0.15, 2)
-    values = {
-        "blue_x_low": blue,
-        "blue_x_high": blue + 0.05,
-        "red_x_low": red,
-        "red_x_high": red + 0.05,
-        "y_low": y,
-        "y_high": y + 0.2,
-        "facing_spread": rng.uniform(0.0, np.pi / 2),
-        "hill_sigma_low": hill,
-        "hill_sigma_high": hill + hill_width,
-        "forest_sigma_low": forest,
-        "forest_sigma_high": forest + forest_width,
-        "forest_cover": rng.uniform(0.2, 1.0),
-        "hill_speed_factor": rng.uniform(0.3, 1.0),
-    }
-    return {k: round(float(v), 4) for k, v in values.items()}
-
-
 def scenario_stage(seed: int) -> CurriculumStage:
     """Scenario ``seed`` as a league game setting."""
     return CurriculumStage(name=f"s{seed}", game_kwargs=procedural_scenario(seed))
 
 
 def _red_training(training: TrainingConfig, red: str, **changes: Any):
-    kwargs = {**dict(training.game_kwargs), **ladder_red_kwargs(((red, 1.0),))}
+    kwargs = {**dict(training.game_kwargs), **red_mixture_kwargs(((red, 1.0),))}
     return training.replace(game_kwargs=kwargs, **changes)
 
 
@@ -161,7 +120,7 @@ def _check_fine_tuning(config) -> None:
 
 
 def _check_red(red: str) -> None:
-    ladder_red_kwargs(((red, 1.0),))  # raises on a Red the league games lack
+    red_mixture_kwargs(((red, 1.0),))  # raises on a Red the league games lack
 
 
 # -- wargame_generalization -----------------------------------------------------------
@@ -246,7 +205,7 @@ def run_wargame_generalization(
     generalist = config.generalist()
     trained = stages.run(
         "generalist",
-        training_dict(generalist),
+        generalist.identity(),
         lambda folder: train_blue(generalist, folder, "generalist", progress),
     )
 
@@ -274,7 +233,7 @@ def run_wargame_generalization(
         )
         tuned = stages.run(
             f"finetune_{seed}",
-            {**training_dict(finetune), "from": training_dict(generalist)},
+            {**finetune.identity(), "from": generalist.identity()},
             lambda folder, c=finetune, n=name: train_blue(
                 c, folder, f"fine-tune {n}", progress
             ),
@@ -282,7 +241,7 @@ def run_wargame_generalization(
         specialist = config.on_scenario(seed, config.specialist_steps, f"spec_{seed}")
         special = stages.run(
             f"specialist_{seed}",
-            training_dict(specialist),
+            specialist.identity(),
             lambda folder, c=specialist, n=name: train_blue(
                 c, folder, f"specialist {n}", progress
             ),
@@ -300,10 +259,10 @@ def run_wargame_generalization(
             f"{rate_cell(row['fine_tuned'])}, specialist {rate_cell(row['specialist'])}"
         )
     pooled = {
-        policy: _pool([row[policy] for row in heldout.values()])
+        policy: pooled_outcomes([row[policy] for row in heldout.values()])
         for policy in ("zero_shot", "fine_tuned", "specialist")
     }
-    pooled["training_scenarios"] = _pool(list(in_distribution.values()))
+    pooled["training_scenarios"] = pooled_outcomes(list(in_distribution.values()))
     specialist_rate = pooled["specialist"]["win_rate"]
     ratio = (
         pooled["fine_tuned"]["win_rate"] / specialist_rate
@@ -346,98 +305,7 @@ def _run_info(trained: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in trained.items() if k != "checkpoint"}
 
 
-def _pool(summaries: list[dict[str, Any]]) -> dict[str, Any]:
-    """One outcome summary of several evaluations' episodes together."""
-    from mopa.experiments.wargame import outcome_summary
-
-    return outcome_summary(
-        *(sum(s[k] for s in summaries) for k in ("wins", "draws", "losses"))
-    )
-
-
-def markdown_wargame_generalization(results: dict) -> str:
-    """``results.md``: held-out scenarios zero-shot, fine-tuned and specialist."""
-    budgets = results["budgets"]
-    criteria = results["criteria"]
-    n = results["n_episodes"]
-    ratio = criteria["fine_tuned_over_specialist"]
-    lines = [
-        "# Generalization across procedural scenarios (battalion_vs_red, Red "
-        f"{results['red']})",
-        "",
-        f"A generalist trained for {budgets['generalist_steps']:,} steps on "
-        f"{len(results['scenarios']['train'])} procedural scenarios; each held-out "
-        "scenario gets the generalist zero-shot, the generalist fine-tuned on it "
-        f"for {budgets['finetune_steps']:,} steps ({_fine_tuning_text(budgets)}), "
-        "and a specialist trained on it "
-        f"alone from scratch for {budgets['specialist_steps']:,} steps. "
-        f"{n} greedy episodes per policy and scenario; draws counted; 95% Wilson "
-        "intervals.",
-        "",
-        f"| scenario | policy | {OUTCOME_HEADER} |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    labels = {"zero_shot": "zero-shot", "fine_tuned": "fine-tuned",
-              "specialist": "specialist"}  # fmt: skip
-    for name, row in results["heldout"].items():
-        for policy, label in labels.items():
-            lines.append(f"| {name} | {label} | {outcome_columns(row[policy])} |")
-    pooled = results["pooled"]
-    for policy, label in labels.items():
-        lines.append(f"| all held-out | {label} | {outcome_columns(pooled[policy])} |")
-    lines.append(
-        "| training scenarios | generalist | "
-        f"{outcome_columns(pooled['training_scenarios'])} |"
-    )
-    lines += [
-        "",
-        "The reference's criteria on these figures: zero-shot win rate on held-out "
-        f"scenarios {criteria['zero_shot_win_rate']:.3f} (criterion >= 0.55: "
-        f"{_yes(criteria['zero_shot_at_least_0.55'])}); fine-tuned over specialist "
-        + (f"{ratio:.3f}" if ratio is not None else "undefined (specialists never won)")
-        + " (criterion >= 0.8: "
-        f"{_yes(criteria['fine_tuned_at_least_0.8_of_specialist'])}).",
-        "",
-        "Scenarios (game parameters; the terrain layout is drawn per episode):",
-        "",
-    ]
-    fields = list(next(iter(results["scenarios"]["train"].values())))
-    lines += [
-        "| scenario | set | " + " | ".join(fields) + " |",
-        "|---|---|" + "---:|" * len(fields),
-    ]
-    for group in ("train", "heldout"):
-        for name, values in results["scenarios"][group].items():
-            cells = " | ".join(f"{values[f]:g}" for f in fields)
-            lines.append(f"| {name} | {group} | {cells} |")
-    lines.append("")
-    return "\n".join(lines)
-
-
-def _fine_tuning_text(budgets: dict[str, Any]) -> str:
-    return (
-        f"learning rate {budgets['finetune_lr']:g}; in the first "
-        f"{budgets['finetune_warmup_chunks']} of {budgets['num_chunks']} chunks "
-        "only the fresh critic learns"
-    )
-
-
-def _yes(flag: bool) -> str:
-    return "met" if flag else "not met"
-
-
 # -- wargame_terrain ------------------------------------------------------------------
-def game_defaults() -> dict[str, Any]:
-    """Default value of every structure and parameter field of the battalion
-    game that has a plain default."""
-    from mopa.envs.battalion import BattalionEnv, BattalionParams
-
-    return {
-        field.name: field.default
-        for cls in (BattalionEnv, BattalionParams)
-        for field in dataclasses.fields(cls)
-        if field.default is not dataclasses.MISSING and field.name != "name"
-    }
 
 
 OPEN_FLAT = (("flat_terrain", True),)
@@ -538,7 +406,7 @@ def run_wargame_terrain(
     source = config.on_terrain(config.source, config.training.total_timesteps, "source")
     trained = stages.run(
         "source",
-        training_dict(source),
+        source.identity(),
         lambda folder: train_blue(source, folder, "source", progress),
     )
     finetune = config.on_terrain(
@@ -546,19 +414,19 @@ def run_wargame_terrain(
     )
     tuned = stages.run(
         "finetune",
-        {**training_dict(finetune), "from": training_dict(source)},
+        {**finetune.identity(), "from": source.identity()},
         lambda folder: train_blue(finetune, folder, "fine-tune", progress),
     )
     scratch = config.on_terrain(config.target, config.finetune_steps, "scratch")
     control = stages.run(
         "scratch",
-        training_dict(scratch),
+        scratch.identity(),
         lambda folder: train_blue(scratch, folder, "scratch", progress),
     )
     native = config.on_terrain(config.target, config.training.total_timesteps, "target")
     on_target = stages.run(
         "target",
-        training_dict(native),
+        native.identity(),
         lambda folder: train_blue(native, folder, "target", progress),
     )
 
@@ -583,7 +451,7 @@ def run_wargame_terrain(
     base = table["source_on_source"]
 
     def drop(summary: dict[str, Any]) -> dict[str, Any]:
-        return difference_interval(
+        return proportion_difference(
             base["wins"], base["n"], summary["wins"], summary["n"]
         )
 
@@ -624,67 +492,6 @@ def run_wargame_terrain(
     }
 
 
-def markdown_wargame_terrain(results: dict) -> str:
-    """``results.md``: win/draw/loss on both terrains and the drops."""
-    budgets = results["budgets"]
-    drops, criteria = results["drops"], results["criteria"]
-
-    def terrain(values: dict[str, Any]) -> str:
-        return ", ".join(f"{k}={v}" for k, v in values.items())
-
-    lines = [
-        f"# Terrain transfer (battalion_vs_red, Red {results['red']})",
-        "",
-        f"Source terrain: {terrain(results['source'])}. Target terrain: "
-        f"{terrain(results['target'])}. Blue trained on the source for "
-        f"{budgets['source_steps']:,} steps; fine-tuned on the target for "
-        f"{budgets['finetune_steps']:,} steps from the trained weights "
-        f"({_fine_tuning_text(budgets)}). Two "
-        "controls are trained on the target from scratch: with the fine-tuning "
-        "budget (what the budget alone buys) and with the source's budget (how hard "
-        "the target terrain is for a Blue trained on it). "
-        f"{results['n_episodes']} greedy episodes per row; draws counted; 95% "
-        "Wilson intervals.",
-        "",
-        f"| policy | evaluated on | {OUTCOME_HEADER} |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    rows = (
-        ("source_on_source", "trained on source", "source"),
-        ("source_on_target", "trained on source (zero-shot)", "target"),
-        ("fine_tuned_on_target", "fine-tuned on target", "target"),
-        ("scratch_on_target", "target from scratch (fine-tuning budget)", "target"),
-        ("target_on_target", "target from scratch (source budget)", "target"),
-    )
-    for key, policy, where in rows:
-        lines.append(
-            f"| {policy} | {where} | {outcome_columns(results['evaluations'][key])} |"
-        )
-
-    def cell(entry: dict[str, Any]) -> str:
-        low, high = entry["ci95"]
-        return f"{100 * entry['diff']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]"
-
-    lines += [
-        "",
-        "Win-rate drop, source on source minus each row on the target, in points "
-        "(95% Newcombe interval):",
-        "",
-        "| | drop | reference criterion | point estimate | whole interval |",
-        "|---|---:|---|---|---|",
-        f"| zero-shot | {cell(drops['zero_shot'])} | < 20 points | "
-        f"{_yes(criteria['zero_shot_drop_under_0.20'])} | "
-        f"{_yes(criteria['zero_shot_drop_upper_under_0.20'])} |",
-        f"| fine-tuned | {cell(drops['fine_tuned'])} | < 5 points | "
-        f"{_yes(criteria['fine_tuned_drop_under_0.05'])} | "
-        f"{_yes(criteria['fine_tuned_drop_upper_under_0.05'])} |",
-        f"| from scratch, fine-tuning budget | {cell(drops['scratch'])} | | | |",
-        f"| from scratch, source budget | {cell(drops['target_trained'])} | | | |",
-        "",
-    ]
-    return "\n".join(lines)
-
-
 QUICK_SCENARIOS = dict(
     training=QUICK_TRAINING,
     finetune_steps=QUICK_TRAINING.total_timesteps,
@@ -708,7 +515,7 @@ register_experiment(
     "default",
     description="train on procedural scenarios; held-out scenarios zero-shot, "
     "fine-tuned and against specialists (win/draw/loss, 95% intervals)",
-    markdown_fn=markdown_wargame_generalization,
+    markdown_fn=wargame_report.markdown_wargame_generalization,
 )
 
 register_experiment(
@@ -721,5 +528,5 @@ register_experiment(
     "default",
     description="train on open flat terrain, test on rugged forested terrain: "
     "zero-shot and fine-tuned drops (win/draw/loss, 95% intervals)",
-    markdown_fn=markdown_wargame_terrain,
+    markdown_fn=wargame_report.markdown_wargame_terrain,
 )

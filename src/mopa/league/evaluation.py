@@ -29,13 +29,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mopa.core import checkpoint
 from mopa.envs import make
 from mopa.envs.battalion_wrappers import SCRIPTED_VARIANTS, DiscreteActions
 from mopa.envs.scripted_red import LADDER, RED_TYPE_INDEX, RED_TYPES
 from mopa.errors import InvalidParameterError, MissingPathError
+from mopa.eval.protocol import EvaluationResult, count_outcomes, outcome_summary
 from mopa.league.arena import Arena, ArenaParams, stack_opponents
-from mopa.policy import PolicySpec, make_act_fn
+from mopa.policy import PolicySpec, make_act_fn, read_policy_file
 
 SCRIPTED_NAMES = {f"scripted_l{k}": f"L{k}" for k in range(1, 6)}
 """Seed 001's scripted opponent names and the Red types they play."""
@@ -58,41 +58,27 @@ def scripted_red_kwargs(red: str) -> dict[str, Any]:
     return {"red": ",".join(LEAGUE_REDS), "red_probs": tuple(probs)}
 
 
-class EvaluationResult(NamedTuple):
-    """Outcome counts of an evaluation (from the evaluated side's view)."""
+def red_mixture_kwargs(mixture: tuple[tuple[str, float], ...]) -> dict[str, Any]:
+    """Game overrides of ``battalion_vs_red`` whose Red is drawn per episode from
+    ``mixture`` (``(type, weight)`` pairs of :data:`LEAGUE_REDS`, normalised): as
+    :func:`scripted_red_kwargs`, any mixture is a parameter of one compiled game.
 
-    wins: int
-    draws: int
-    losses: int
-    n_episodes: int
-
-    @property
-    def win_rate(self) -> float:
-        return self.wins / self.n_episodes
-
-    @property
-    def draw_rate(self) -> float:
-        return self.draws / self.n_episodes
-
-    @property
-    def loss_rate(self) -> float:
-        return self.losses / self.n_episodes
-
-    @property
-    def score(self) -> float:
-        """Mean Elo score (win 1, draw 0.5, loss 0)."""
-        return (self.wins + 0.5 * self.draws) / self.n_episodes
-
-    def as_dict(self) -> dict[str, float]:
-        return {
-            "wins": self.wins,
-            "draws": self.draws,
-            "losses": self.losses,
-            "n_episodes": self.n_episodes,
-            "win_rate": self.win_rate,
-            "draw_rate": self.draw_rate,
-            "loss_rate": self.loss_rate,
-        }
+    Raises:
+        InvalidParameterError: an unknown type, a negative weight or no weight.
+    """
+    probs = np.zeros(len(RED_TYPES))
+    for name, weight in mixture:
+        if name not in LEAGUE_REDS:
+            raise InvalidParameterError(
+                f"mixture: {name!r} is not one of {', '.join(LEAGUE_REDS)}"
+            )
+        if weight < 0:
+            raise InvalidParameterError(f"mixture: weight of {name} is negative")
+        probs[RED_TYPE_INDEX[name]] += weight
+    if probs.sum() <= 0:
+        raise InvalidParameterError("mixture: the weights sum to 0")
+    probs = probs / probs.sum()
+    return {"red": ",".join(LEAGUE_REDS), "red_probs": tuple(float(p) for p in probs)}
 
 
 class LeaguePolicy(NamedTuple):
@@ -123,7 +109,7 @@ def load_league_policy(
     path = Path(source)
     if not path.exists():
         raise MissingPathError(f"no checkpoint at {path}")
-    policy_file = checkpoint.read_policy_file(path)
+    policy_file = read_policy_file(path)
     name = team if team is not None else next(iter(policy_file.teams))
     if name not in policy_file.teams:
         raise InvalidParameterError(
@@ -217,7 +203,7 @@ def _random_matchup(policy: LeaguePolicy, overrides: dict[str, Any]):
 def _opponent_policy(opponent, other_team: str, policy: LeaguePolicy) -> LeaguePolicy:
     if isinstance(opponent, LeaguePolicy):
         return opponent
-    policy_file = checkpoint.read_policy_file(opponent)
+    policy_file = read_policy_file(opponent)
     if other_team in policy_file.teams:
         return load_league_policy(opponent, other_team)
     if _is_battalion(policy.env) and "blue" in policy_file.teams:
@@ -313,18 +299,6 @@ def episode_keys(seed: int, n_episodes: int) -> jax.Array:
     return jax.vmap(jax.random.key)(jnp.arange(seed, seed + n_episodes))
 
 
-def count_outcomes(outcomes: np.ndarray) -> EvaluationResult:
-    outcomes = np.asarray(outcomes)
-    if np.any(outcomes == -2):
-        raise RuntimeError("an episode did not end within the horizon")
-    return EvaluationResult(
-        wins=int(np.sum(outcomes == 1)),
-        draws=int(np.sum(outcomes == 0)),
-        losses=int(np.sum(outcomes == -1)),
-        n_episodes=int(outcomes.size),
-    )
-
-
 def run_episodes(
     policy: LeaguePolicy,
     opponent: str | Path | LeaguePolicy = "scripted_l5",
@@ -414,3 +388,24 @@ def evaluate_vs_pool(
 
 evaluate_team_vs_pool = evaluate_vs_pool
 """Team policies evaluate the same way (every agent of a side is one policy)."""
+
+
+def evaluate_blue(
+    checkpoint: str,
+    opponent: str,
+    n_episodes: int,
+    seed: int,
+    env_kwargs: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """:func:`~mopa.eval.protocol.outcome_summary` of the checkpoint's Blue
+    (greedy, :func:`evaluate_detailed`) against the scripted ``opponent`` on the
+    game set by ``env_kwargs``."""
+    result = evaluate_detailed(
+        checkpoint,
+        n_episodes=n_episodes,
+        deterministic=True,
+        seed=seed,
+        opponent=opponent,
+        env_kwargs=env_kwargs,
+    )
+    return outcome_summary(result.wins, result.draws, result.losses)

@@ -35,6 +35,7 @@ from mopa.core import checkpoint
 from mopa.core.checks import check_unit
 from mopa.errors import InvalidParameterError
 from mopa.league.store import LeagueStore
+from mopa.policy import read_policy_file
 
 SAMPLING = ("uniform", "latest", "pfsp")
 
@@ -201,7 +202,7 @@ class OpponentPool:
     @staticmethod
     def load(entry: PoolEntry) -> tuple[Any, Any]:
         """``(spec, params)`` of a member (seed 0 of its checkpoint)."""
-        policy_file = checkpoint.read_policy_file(entry.path)
+        policy_file = read_policy_file(entry.path)
         spec, params = next(iter(policy_file.teams.values()))
         import jax
 

@@ -14,13 +14,13 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from mopa.core import checkpoint
 from mopa.errors import (
     InvalidParameterError,
     MissingPathError,
     UnknownNameError,
 )
 from mopa.league.store import LeagueStore
+from mopa.policy import read_policy_checkpoint
 
 _VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -150,4 +150,4 @@ class PolicyRegistry:
         entry = self.get(echelon, version)
         if not Path(entry.path).exists():
             raise MissingPathError(f"{entry.path} (registered as {echelon}/{version})")
-        return checkpoint.read_policy_checkpoint(entry.path, team=team)
+        return read_policy_checkpoint(entry.path, team=team)

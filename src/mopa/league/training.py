@@ -428,6 +428,28 @@ class Callback:
         """After the last chunk."""
 
 
+class ProgressLog(Callback):
+    """Reports every chunk's training win rate and the running wall time to
+    ``progress``, and keeps the win rates (``None`` for a chunk in which no
+    episode ended)."""
+
+    def __init__(self, label: str, progress: Callable[[str], None]):
+        self.label = label
+        self.progress = progress
+        self.win_rates: list[float | None] = []
+
+    def on_chunk_end(self, run: LeagueRun) -> None:
+        wins = np.asarray(run.rows["win_per_episode"], np.float64)
+        finished = np.isfinite(wins)
+        win_rate = float(wins[finished].mean()) if finished.any() else None
+        self.win_rates.append(win_rate)
+        shown = "-" if win_rate is None else f"{win_rate:.3f}"
+        self.progress(
+            f"{self.label}: chunk {run.chunk}/{run.num_chunks}, {run.env_steps} steps, "
+            f"training win rate {shown}, {run.wall_s:.0f} s"
+        )
+
+
 class TrainResult(NamedTuple):
     policy: LeaguePolicy
     """The final policy."""
@@ -671,6 +693,28 @@ def train(
         resumed_from_chunk=done_chunks,
         wall_s=run.wall_s,
     )
+
+
+def train_blue(
+    config: TrainingConfig, folder: Path, label: str, progress: Callable[[str], None]
+) -> dict[str, Any]:
+    """:func:`train` with its league in ``folder``, reporting every chunk
+    (:class:`ProgressLog`); the final checkpoint is
+    ``folder/runs/<run_id>/final.msgpack``.
+
+    Returns:
+        ``{"checkpoint", "env_steps", "wall_s", "train_win_rate" (per chunk),
+        "promotions"}``.
+    """
+    log = ProgressLog(label, progress)
+    result = train(config.replace(checkpoint_dir=str(folder)), callbacks=[log])
+    return {
+        "checkpoint": str(result.final_checkpoint),
+        "env_steps": int(result.env_steps),
+        "wall_s": float(result.wall_s),
+        "train_win_rate": log.win_rates,
+        "promotions": result.promotions,
+    }
 
 
 def _arena_params(

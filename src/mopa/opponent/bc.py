@@ -40,7 +40,7 @@ from mopa.envs.base import Env
 from mopa.envs.rollout import PolicyFn, Trajectory
 from mopa.errors import InvalidParameterError
 from mopa.models import Actor
-from mopa.policy import PolicySpec, sample_categorical
+from mopa.policy import PolicySpec, make_act_fn, sample_categorical
 
 ACTIVATIONS = ("relu", "tanh", "gelu")
 
@@ -338,6 +338,21 @@ def rollout_latent_policy(
         body, (obs, state), jax.random.split(key_steps, num_steps)
     )
     return trajectory
+
+
+def fixed_team_fn(spec: PolicySpec, params: Any) -> PolicyFn:
+    """A :func:`steering_rate` ``others_fn`` for a two-team game: the first team
+    plays ``spec``'s policy with ``params`` (greedy, no carry), the second team's
+    actions are zeros (the clone's team, whose actions the test sets)."""
+
+    def others_fn(key, obs, state):
+        del state
+        carry = jnp.zeros((spec.num_agents, spec.carry_size))
+        reset = jnp.zeros((spec.num_agents,), bool)
+        act = make_act_fn(spec)(params, key, obs[0], carry, reset, True)[0]
+        return (act, jnp.zeros(obs[1].shape[:-1], jnp.int32))
+
+    return others_fn
 
 
 def steering_rate(

@@ -427,6 +427,15 @@ def bayes_beliefs(
     return jax.nn.softmax(joint, -1)
 
 
+def beliefs_acted_on(after: jax.Array) -> jax.Array:
+    """``[E, T, K]`` the belief acted on at every step (it has seen the moves
+    before the step): the uniform belief, then ``after [E, T, K]`` (the belief
+    after each step's move) but its last step."""
+    E, _, K = after.shape
+    uniform = jnp.full((E, 1, K), 1.0 / K)
+    return jnp.concatenate([uniform, after[:, :-1]], 1)
+
+
 def policy_log_probs_fn(
     spec: PolicySpec,
     params: Any,

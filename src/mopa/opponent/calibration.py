@@ -23,12 +23,14 @@ For predicted distributions ``probs [N, K]`` over K strategies and true labels
   data (host-side, scipy's bounded Brent search over ``log T``);
   :func:`temperature_scale` applies it.
 
-Everything except :func:`fit_temperature` is pure ``jnp`` and jittable
-(``num_bins`` static).
+Everything except :func:`fit_temperature`, :func:`calibration_by_step` and
+:func:`calibration_by_row` (JSON-able tables of several beliefs' figures) is pure
+``jnp`` and jittable (``num_bins`` static).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 import jax
@@ -174,6 +176,69 @@ def fit_temperature(
         options={"xatol": 1e-5},
     )
     return float(np.exp(result.x))
+
+
+def calibration_by_step(
+    beliefs: Any, labels: Any, num_bins: int
+) -> dict[str, dict[str, Any]]:
+    """Every belief's accuracy and ECE at every step, and its reliability
+    diagram over all steps: ``{name: {"accuracy_by_step", "ece_by_step",
+    "reliability": {"confidence", "accuracy", "count"}}}`` (lists; an empty bin's
+    confidence and accuracy ``None``).
+
+    Args:
+        beliefs: ``{name: [N, T, K]}`` the belief acted on at every step of each
+            trajectory.
+        labels: ``[N]`` the true strategies.
+        num_bins: confidence bins.
+    """
+    labels = jnp.asarray(labels)
+    out = {}
+    for name, belief in beliefs.items():
+        K = belief.shape[-1]
+        diagram = reliability_diagram(
+            belief.reshape(-1, K), jnp.repeat(labels, belief.shape[1]), num_bins
+        )
+        out[name] = {
+            "accuracy_by_step": np.asarray(accuracy_by_step(belief, labels)).tolist(),
+            "ece_by_step": np.asarray(ece_by_step(belief, labels, num_bins)).tolist(),
+            "reliability": {
+                "confidence": _nan_to_none(diagram.confidence),
+                "accuracy": _nan_to_none(diagram.accuracy),
+                "count": np.asarray(diagram.count).tolist(),
+            },
+        }
+    return out
+
+
+def _nan_to_none(values: Any) -> list:
+    return [None if not math.isfinite(v) else float(v) for v in np.asarray(values)]
+
+
+def calibration_by_row(
+    beliefs: np.ndarray, valid: np.ndarray, labels: np.ndarray, num_bins: int
+) -> dict[str, list[float]]:
+    """Accuracy, ECE and the number of episodes at every belief row, counting
+    only the episodes still played at each (``NaN`` and 0 where none is).
+
+    Args:
+        beliefs: ``[M, R, K]`` the belief after each row.
+        valid: ``[M, R]`` whether the episode was still being played at that row.
+        labels: ``[M]`` the true types.
+    """
+    out: dict[str, list[float]] = {"accuracy": [], "ece": [], "n_episodes": []}
+    for r in range(beliefs.shape[1]):
+        keep = np.asarray(valid[:, r], bool)
+        if not keep.any():
+            out["accuracy"].append(float("nan"))
+            out["ece"].append(float("nan"))
+            out["n_episodes"].append(0)
+            continue
+        probs, y = jnp.asarray(beliefs[keep, r]), jnp.asarray(labels[keep])
+        out["accuracy"].append(float(accuracy(probs, y)))
+        out["ece"].append(float(expected_calibration_error(probs, y, num_bins)))
+        out["n_episodes"].append(int(keep.sum()))
+    return out
 
 
 def _check(probs: Any, labels: Any) -> tuple[jax.Array, jax.Array]:

@@ -48,11 +48,12 @@ import numpy as np
 from mopa.core.checkpoint import check_header
 from mopa.core.checks import check_fraction
 from mopa.core.files import atomic_write
+from mopa.envs import make
 from mopa.envs.base import Env
 from mopa.envs.rollout import has_auto_reset
 from mopa.envs.wrappers import AutoReset
 from mopa.errors import CheckpointError, InvalidParameterError
-from mopa.players import Player, act_all, initial_player_carry
+from mopa.players import Player, PolicyPlayer, act_all, initial_player_carry
 
 DATASET_FORMAT = "mopa-trajectories"
 FORMAT_VERSION = 1
@@ -597,3 +598,47 @@ def split(
         dataset.num_chains, test_fraction, seed, labels
     )
     return dataset.select(train_index), dataset.select(test_index)
+
+
+def play_dataset(
+    env_name: str,
+    env_overrides: dict[str, Any],
+    teams: dict[str, tuple[Any, Any]],
+    key: jax.Array,
+    *,
+    num_seeds: int,
+    num_chains: int,
+    episodes_per_chain: int,
+    policy_id: int,
+    policy_names: tuple[str, ...],
+) -> TrajectoryDataset:
+    """Chains of every seed of one co-trained run, each seed against itself.
+
+    Seed ``s``'s predators play seed ``s``'s prey (co-trained pairs); chains of
+    all seeds are pooled, ``seed_index`` telling them apart.
+    """
+    env, params = make(env_name, **env_overrides)
+    players, stacks = [], []
+    for team in env.team_names:
+        if team not in teams:
+            raise InvalidParameterError(f"the run has no policy for team {team!r}")
+        spec, stack = teams[team]
+        players.append(PolicyPlayer(spec))
+        stacks.append(stack)
+    parts = []
+    for seed in range(num_seeds):
+        parts.append(
+            generate(
+                env,
+                params,
+                tuple(players),
+                tuple(jax.tree.map(lambda x, seed=seed: x[seed], s) for s in stacks),
+                jax.random.fold_in(key, seed),
+                num_chains=num_chains,
+                episodes_per_chain=episodes_per_chain,
+                policy_id=policy_id,
+                seed_index=seed,
+                policy_names=policy_names,
+            )
+        )
+    return concatenate(parts)

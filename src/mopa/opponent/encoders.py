@@ -48,6 +48,7 @@ config implies and never executes code.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -55,6 +56,7 @@ from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from mopa.core.checkpoint import (
@@ -772,3 +774,23 @@ def _check_params(
     """Raise ``error`` unless ``params`` has exactly the arrays ``config`` needs."""
     expected = jax.eval_shape(lambda k: init_params(config, k), jax.random.key(0))
     check_params_fit(expected, params, error, where, f"the {config.kind} config")
+
+
+@functools.lru_cache(maxsize=16)
+def _vae_train(config: VAEConfig):
+    """One jitted trainer per config, so a sweep compiles once per data shape."""
+    return jax.jit(make_train(config))
+
+
+def fit_vae(config: VAEConfig, features: np.ndarray, seed: int) -> Any:
+    """VAE parameters trained on ``features [N, D]`` with encoder seed ``seed``."""
+    params, _ = _vae_train(config)(
+        jax.random.key(seed), np.asarray(features, np.float32)
+    )
+    return params
+
+
+def latent_means(config: VAEConfig, params: Any, features: np.ndarray) -> np.ndarray:
+    """``[N, Z]`` posterior means of ``features [N, D]``."""
+    mean, _ = vae_encode(config, params, np.asarray(features, np.float32))
+    return np.asarray(mean)

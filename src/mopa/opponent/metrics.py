@@ -20,6 +20,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from mopa.errors import InvalidParameterError
+from mopa.opponent.data import split_indices
+from mopa.opponent.encoders import fit_vae, latent_means
 
 CLUSTER_METHODS = ("kmeans", "gmm")
 
@@ -222,3 +224,105 @@ def _check_features(features: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]
             f"and {labels.shape}"
         )
     return features, labels
+
+
+def score_latents(
+    train_z: np.ndarray,
+    train_labels: np.ndarray,
+    test_z: np.ndarray,
+    test_labels: np.ndarray,
+    num_clusters: int,
+    seed: int,
+) -> dict[str, float]:
+    """ARI / NMI of k-means on the held-out latents, and a linear probe fit on the
+    training latents and scored on the held-out ones."""
+    clusters = cluster_scores(test_z, test_labels, num_clusters, "kmeans", seed)
+    probe = probe_accuracy_split(train_z, train_labels, test_z, test_labels, seed)
+    return {"ari": clusters.ari, "nmi": clusters.nmi, "probe": probe}
+
+
+def score_vae_seeds(
+    config: Any,
+    features: np.ndarray,
+    train: np.ndarray,
+    test: np.ndarray,
+    labellings: Sequence[tuple[np.ndarray, int]],
+    num_seeds: int,
+    base_seed: int,
+) -> tuple[list[list[dict[str, float]]], Any]:
+    """A VAE sweep over encoder seeds: for each seed ``s`` a VAE
+    (:func:`~mopa.opponent.encoders.fit_vae`, seed ``base_seed + s``) fitted on
+    ``features[train]`` ``[N, D]``, its latent means scored against every
+    labelling (:func:`score_latents` on the ``train`` and ``test`` indices).
+
+    Args:
+        config: the :class:`~mopa.opponent.encoders.VAEConfig`.
+        labellings: ``(labels [N], number of clusters)`` pairs.
+
+    Returns:
+        ``(scores, first)``: per labelling, the scores of every seed; the first
+        seed's VAE weights.
+    """
+    scores: list[list[dict[str, float]]] = [[] for _ in labellings]
+    first = None
+    for encoder_seed in range(num_seeds):
+        params = fit_vae(config, features[train], base_seed + encoder_seed)
+        first = params if encoder_seed == 0 else first
+        z = latent_means(config, params, features)
+        for out, (labels, clusters) in zip(scores, labellings, strict=True):
+            out.append(
+                score_latents(
+                    z[train], labels[train], z[test], labels[test], clusters,
+                    encoder_seed,
+                )
+            )  # fmt: skip
+    return scores, first
+
+
+def subsampled_probe(
+    features: np.ndarray,
+    labels: np.ndarray,
+    sizes: Sequence[int],
+    repeats: int,
+    test_fraction: float,
+    seed: int,
+) -> dict[str, dict[str, float]]:
+    """``{SIZE: {"mean", "std", "p05", "repeats"}}``: held-out accuracy of the
+    linear probe (:func:`probe_accuracy_split`) refit on ``repeats`` random subsets
+    of SIZE of the examples ``features [N, D]`` (sizes above ``N`` are skipped),
+    each label of ``labels [N]`` keeping its share, each subset split by
+    :func:`~mopa.opponent.data.split_indices` (stratified, ``test_fraction``)."""
+    rng = np.random.default_rng(seed)
+    classes = [np.flatnonzero(labels == label) for label in np.unique(labels)]
+    out = {}
+    for size in sizes:
+        if size > len(labels):
+            continue
+        scores = []
+        for repeat in range(repeats):
+            subset = np.concatenate(
+                [
+                    rng.permutation(members)[: round(size * len(members) / len(labels))]
+                    for members in classes
+                ]
+            )
+            train_index, test_index = split_indices(
+                len(subset), test_fraction, seed + repeat, labels[subset]
+            )
+            scores.append(
+                probe_accuracy_split(
+                    features[subset[train_index]],
+                    labels[subset[train_index]],
+                    features[subset[test_index]],
+                    labels[subset[test_index]],
+                    seed,
+                )
+            )
+        scores = np.asarray(scores)
+        out[str(size)] = {
+            "mean": float(scores.mean()),
+            "std": float(scores.std(ddof=1)) if len(scores) > 1 else 0.0,
+            "p05": float(np.percentile(scores, 5)),
+            "repeats": len(scores),
+        }
+    return out

@@ -705,6 +705,77 @@ def sample_population_latent(key: jax.Array, belief: jax.Array) -> PopulationLat
     return PopulationLatent(intent.astype(jnp.int32), member.astype(jnp.int32))
 
 
+@jax.jit
+def episode_beliefs(
+    log_probs: jax.Array,
+    actions: jax.Array,
+    epsilon: float | jax.Array,
+    fallback_prior: float | jax.Array,
+) -> PopulationBeliefState:
+    """The joint belief after every step of each episode, from a fresh belief
+    (uniform priors).
+
+    Args:
+        log_probs: ``[E, T, 1, K, M, A]`` the model's log-probabilities of the
+            prey's actions (:func:`~mopa.opponent.population.population_log_probs`
+            of its observations; one member's slice ``M = 1`` for a single clone).
+        actions: ``[E, T, 1]`` its moves.
+        epsilon: the likelihood floor.
+        fallback_prior: the prior probability that no member fits.
+
+    Returns:
+        Leaves ``[E, T, ...]``: row ``t`` after the moves of steps ``0..t``.
+    """
+    K, M = log_probs.shape[-3:-1]
+    start = init_population_belief(K, M, fallback_prior=fallback_prior)
+    return jax.vmap(lambda lp, a: population_beliefs(start, lp, a, epsilon))(
+        log_probs, actions
+    )
+
+
+def held_out_likelihoods(
+    config: PopulationConfig,
+    clones: Any,
+    obs: jax.Array,
+    actions: jax.Array,
+    epsilon: float,
+    fallback_prior: float,
+) -> tuple[PopulationBeliefState, float, list[float]]:
+    """How well the population explains an opponent's recorded episodes, and how
+    well each single clone does alone: the joint belief through every episode
+    (:func:`episode_beliefs`), the total log-likelihood of the moves under the
+    population's Bayes predictive, and under each member's alone (its slice of
+    the model, ``M = 1``; the best single clone is chosen in hindsight).
+
+    Args:
+        obs: ``[E, T, 1, D]`` the opponent's observations.
+        actions: ``[E, T, 1]`` its moves.
+
+    Returns:
+        ``(belief states, leaves [E, T, ...]; the population's total
+        log-likelihood; each member's)``.
+    """
+    M = num_members(clones)
+    log_probs = _jitted_log_probs(config)(clones, obs)  # [E, T, 1, K, M, A]
+    states = episode_beliefs(log_probs, actions, epsilon, fallback_prior)
+    alone = [
+        float(
+            jnp.sum(
+                episode_beliefs(
+                    log_probs[..., m : m + 1, :], actions, epsilon, fallback_prior
+                ).log_likelihood[:, -1]
+            )
+        )
+        for m in range(M)
+    ]
+    return states, float(jnp.sum(states.log_likelihood[:, -1])), alone
+
+
+@functools.cache
+def _jitted_log_probs(config: PopulationConfig):
+    return jax.jit(lambda clones, obs: population_log_probs(config, clones, obs))
+
+
 def _floored_log_probs(log_probs: jax.Array, epsilon) -> jax.Array:
     """``[..., A]`` log ``p_eps`` of every action, by the floored likelihood."""
     actions = jnp.arange(log_probs.shape[-1])

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+
+from mopa.errors import InvalidParameterError
 
 ARENA_BOUNDS = (-1.0, 1.0)
 """Default extent of the histogram grid on both axes (the pursuit spawn area)."""
@@ -169,3 +172,74 @@ def recent_positions(
         raise ValueError(f"recent_positions: count must be >= 1, got {count}")
     index = jnp.clip(end - count + jnp.arange(count), 0, positions.shape[0] - 1)
     return positions[index].reshape(-1)
+
+
+def window_occupancy(
+    positions: np.ndarray, start: int, stop: int, grid_size: int
+) -> np.ndarray:
+    """``[C, G x G]`` occupancy of steps ``[start, stop)`` of every chain.
+
+    Args:
+        positions: ``[C, S, 2]`` one agent's positions over each chain.
+    """
+    hist = jax.vmap(lambda p: occupancy(p, grid_size, start, stop))(positions)
+    return np.asarray(hist).reshape(positions.shape[0], -1)
+
+
+def angular_steps(positions: jax.Array, centres: jax.Array) -> jax.Array:
+    """Signed angle (rad) turned at each step around the centre nearest the agent
+    before the step.
+
+    For the step ``p_t -> p_{t+1}`` with ``c`` the centre nearest ``p_t``,
+    ``v_prev = p_t - c`` and ``v_new = p_{t+1} - c``, the step is
+    ``atan2(v_prev x v_new, v_prev . v_new)`` in ``(-pi, pi]``: positive
+    counter-clockwise, as the ``tag_static`` shaping's ``sign(v_prev x v_new)``.
+    On a circle around ``c`` at angular speed ``w`` (below ``pi``) every step is
+    exactly ``w``.
+
+    Args:
+        positions: ``[T, 2]`` one agent's positions.
+        centres: ``[M, 2]`` candidate centres (the obstacles, or the origin).
+
+    Returns:
+        ``[T - 1]`` angular steps.
+    """
+    v_prev = positions[:-1, None, :] - centres[None]  # [T-1, M, 2]
+    v_new = positions[1:, None, :] - centres[None]
+    nearest = jnp.argmin(jnp.sum(v_prev * v_prev, -1), axis=1)  # [T-1]
+    cross = v_prev[..., 0] * v_new[..., 1] - v_prev[..., 1] * v_new[..., 0]
+    dot = jnp.sum(v_prev * v_new, -1)
+    angle = jnp.arctan2(cross, dot)  # [T-1, M]
+    return jnp.take_along_axis(angle, nearest[:, None], axis=1)[:, 0]
+
+
+def episode_angular_steps(positions: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    """``[N, T - 1]`` angular steps of every episode ``positions [N, T, 2]`` around
+    its own nearest centre of ``centres [N, M, 2]``."""
+    steps = jax.jit(jax.vmap(angular_steps))(
+        jnp.asarray(positions, jnp.float32), jnp.asarray(centres, jnp.float32)
+    )
+    return np.asarray(steps, np.float64)
+
+
+SQUARE_SYMMETRIES = np.array(
+    [
+        [[c, -s], [s, c]] @ np.diag([1, flip])
+        for c, s in ((1, 0), (0, 1), (-1, 0), (0, -1))
+        for flip in (1, -1)
+    ]
+)
+"""``[8, 2, 2]``: the rotations of the square by 0, 90, 180 and 270 degrees, each
+without and with a reflection in the x axis."""
+
+
+def symmetrise(positions: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``positions`` (``[N, T, 2]``, about the arena's centre) with each of the N
+    trajectories mapped by one of ``SQUARE_SYMMETRIES`` drawn uniformly."""
+    positions = np.asarray(positions)
+    if positions.ndim != 3 or positions.shape[-1] != 2:
+        raise InvalidParameterError(
+            f"positions must have shape [N, T, 2], got {positions.shape}"
+        )
+    maps = SQUARE_SYMMETRIES[rng.integers(0, len(SQUARE_SYMMETRIES), len(positions))]
+    return np.einsum("nij,ntj->nti", maps, positions)

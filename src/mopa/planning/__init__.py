@@ -2,11 +2,31 @@
 opponent model, as a :class:`~mopa.players.Player`.
 Its tree-search alternative: :class:`MCTSPlayer` (Gumbel MuZero through mctx).
 
+Teams that keep a belief over their opponent's hidden strategy and act on it, for
+any game that names its opponent's private fields
+(:class:`~mopa.envs.base.IntentGame`): :class:`IntentPredator` (a belief from the
+opponent's path or moves, fed to a policy or to a planner's opponent model) and
+:class:`PopulationPredator` (a planner against a population model, with a
+fallback for an opponent no member fits and its online correction); the pursuit
+game's scripted prey from outside a trained family, :class:`EvaderPrey` and
+:class:`WandererPrey`.
+
 >>> from mopa.planning import LookaheadConfig
 >>> LookaheadConfig(num_rollouts=8, horizon=5, mode="joint").gamma
 0.95
 """
 
+from mopa.planning.intent_player import (
+    FEEDS,
+    SOURCES,
+    IntentPredator,
+    IntentPredatorParams,
+    PreyModel,
+    classifier_logits_fn,
+    intent_predator_params,
+    jepa_logits_fn,
+    prefix_features,
+)
 from mopa.planning.lookahead import (
     MODES,
     LeafFn,
@@ -43,9 +63,32 @@ from mopa.planning.opponents import (
     predictive_logits,
     residual_params,
 )
+from mopa.planning.population_player import (
+    EvaderPrey,
+    PopulationCarry,
+    PopulationPredator,
+    WandererPrey,
+    match_beliefs,
+    match_residuals,
+)
 
 __all__ = [
+    "FEEDS",
     "MODES",
+    "SOURCES",
+    "EvaderPrey",
+    "IntentPredator",
+    "IntentPredatorParams",
+    "PopulationCarry",
+    "PopulationPredator",
+    "PreyModel",
+    "WandererPrey",
+    "classifier_logits_fn",
+    "intent_predator_params",
+    "jepa_logits_fn",
+    "match_beliefs",
+    "match_residuals",
+    "prefix_features",
     "FallbackLatent",
     "FunctionOpponentModel",
     "IntentConditionedModel",

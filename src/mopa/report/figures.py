@@ -100,3 +100,20 @@ def plot_interval_bars(
     ax.grid(axis="y", alpha=0.3)
     figure.tight_layout()
     return save_png(figure, path)
+
+
+def pyplot():
+    """``matplotlib.pyplot`` with the file-only backend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig: Figure, path: Path) -> Path:
+    """Write ``fig`` as a PNG (:func:`save_png`, at 120 dpi) and close it."""
+    save_png(fig, path, dpi=120)
+    pyplot().close(fig)
+    return path

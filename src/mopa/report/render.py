@@ -500,3 +500,32 @@ def _draw_belief(
         va="center",
         fontsize=8 * scale,
     )
+
+
+def belief_gif(
+    env: Env,
+    states: Any,
+    params: Any,
+    beliefs: np.ndarray,
+    targets: np.ndarray,
+    path: str | os.PathLike,
+    *,
+    size: int,
+    title: str,
+    fps: float = 4,
+) -> int:
+    """An episode as a GIF with the belief a team acted on at every step:
+    ``beliefs [T, K]`` over the intents' ``targets [K, 2]``, drawn with the
+    belief-weighted target (where the team thinks the opponent heads). Returns
+    the number of frames."""
+    frames = render_episode(
+        env,
+        states,
+        params,
+        beliefs=beliefs,
+        predictions=beliefs @ targets,
+        size=size,
+        title=title,
+    )
+    save_gif(path, frames, fps=fps)
+    return len(frames)

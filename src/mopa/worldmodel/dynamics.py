@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from mopa.envs.pursuit import (
     PursuitEnv,
@@ -218,3 +219,34 @@ def constant_rmse_by_step(episodes: EpisodeData, k: int = 5) -> jax.Array:
     x0, _, truth = _windows(episodes, k)
     pos = split_features(x0)[0][:, None]  # [W, 1, N, 2]
     return jnp.sqrt(jnp.mean(jnp.sum((pos - truth) ** 2, -1), axis=(0, 2)))
+
+
+def fit_and_score(
+    config: WorldModelConfig,
+    key: jax.Array,
+    train: EpisodeData,
+    held_out: EpisodeData,
+    k: int = 5,
+    member: str = "sample",
+) -> tuple[Any, dict[str, Any]]:
+    """Train a world model on ``train`` and score it open loop on ``held_out``.
+
+    Args:
+        member: the ensemble's rollout (:func:`dynamics_of`; ``"sample"``: a
+            member drawn every step, as a planner rolls it).
+
+    Returns:
+        ``(params, figures)``: ``rmse_<k>step`` (the position RMSE ``k`` steps
+        out), ``rmse_by_step`` ``[k]``, ``rmse_<k>step_through_state`` (rolled
+        through the game's state features) and ``final_loss``.
+    """
+    params, metrics = jax.jit(make_train(config))(key, train)
+    dynamics = dynamics_of(config, member=member)
+    by_step = rmse_by_step(dynamics, params, held_out, k=k)
+    through = rmse_by_step(dynamics, params, held_out, k=k, through_state=True)
+    return params, {
+        f"rmse_{k}step": float(by_step[-1]),
+        "rmse_by_step": np.asarray(by_step).tolist(),
+        f"rmse_{k}step_through_state": float(through[-1]),
+        "final_loss": float(np.asarray(metrics["loss"])[-1]),
+    }

@@ -19,11 +19,13 @@ M3DDPG against learning opponents, the same protocol), minus the model's.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from mopa.algos.lemol.config import LeMOLConfig
@@ -294,3 +296,64 @@ def make_train(
         return LeMOLOutput(carry, metrics, cycle_metrics)
 
     return train
+
+
+def _binned(x: np.ndarray, bins: int) -> np.ndarray:
+    """Means of ``bins`` consecutive near-equal slices of the last axis."""
+    return np.stack([part.mean(-1) for part in np.array_split(x, bins, -1)], -1)
+
+
+def train_cycles(
+    run: LeMOLConfig,
+    seed: int,
+    teams: tuple[str, ...],
+    within_bins: int,
+    progress: Callable[[str], None],
+    label: str,
+) -> dict[str, Any]:
+    """Every seed's run (``run.num_seeds``, keys folded from ``seed``), one jitted,
+    vmapped cycle at a time; a progress line per cycle, prefixed ``label``.
+
+    Returns:
+        ``{"cycles": {NAME: [seed][cycle]}, "within_playout": [seed][cycle][bin],
+        "compile_s", "run_s"}``: per cycle ``return/<team>`` (mean over the
+        cycle's updates of the return of the episodes that ended), and with a
+        model ``om_accuracy``, ``om_loss``, ``om_uniform_loss``,
+        ``om_train_loss``; ``within_playout`` is ``om_accuracy`` over the
+        play-out's updates in ``within_bins`` bins, averaged over the cycle's
+        play-outs (empty without a model).
+    """
+    num_seeds = run.num_seeds
+    lemol = make_lemol(run)
+    base = jax.random.key(seed)
+    keys = jax.vmap(lambda i: jax.random.fold_in(base, i))(np.arange(num_seeds))
+    start = time.perf_counter()
+    carry = jax.jit(jax.vmap(lemol.init))(keys)
+    cycle = jax.jit(jax.vmap(lemol.cycle)).lower(carry).compile()
+    compile_s = time.perf_counter() - start
+    cycles: dict[str, list] = {}
+    within = []
+    start = time.perf_counter()
+    for c in range(run.n_opp_cycles):
+        carry, metrics, cycle_metrics = cycle(carry)
+        metrics = {k: np.asarray(v, np.float64) for k, v in metrics.items()}
+        per_cycle = {
+            f"return/{team}": np.nanmean(metrics[f"return/{team}"], 1) for team in teams
+        }
+        per_cycle.update({k: np.asarray(v) for k, v in cycle_metrics.items()})
+        for name, value in per_cycle.items():
+            cycles.setdefault(name, []).append(value)
+        if "om_accuracy" in metrics:
+            shape = (num_seeds, run.traj_per_iter, run.updates_per_playout)
+            accuracy = metrics["om_accuracy"].reshape(shape).mean(1)
+            within.append(_binned(accuracy, within_bins))
+        line = " ".join(
+            f"{k} {float(np.mean(v)):+.3f}" for k, v in sorted(per_cycle.items())
+        )
+        progress(f"{label} cycle {c + 1}/{run.n_opp_cycles}: {line}")
+    return {
+        "cycles": {k: np.stack(v, 1).tolist() for k, v in cycles.items()},
+        "within_playout": np.stack(within, 1).tolist() if within else [],
+        "compile_s": compile_s,
+        "run_s": time.perf_counter() - start,
+    }

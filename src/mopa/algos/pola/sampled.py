@@ -25,18 +25,22 @@ construction: one function serves both seats):
   the model.
 
 Each update also evaluates both agents against each other and against the scripted
-ALLD, ALLC and TFT players, on fresh rollouts.
+ALLD, ALLC and TFT players, on fresh rollouts. :func:`train_seeds` trains several
+seeds in one program and :func:`summarise_seeds` reads its last update's
+evaluation with intervals over the seeds.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import struct
 
@@ -50,6 +54,7 @@ from mopa.core.checks import check_count, check_discount, check_fields, check_un
 from mopa.envs import coin_game, ipd
 from mopa.envs.registry import make
 from mopa.errors import InvalidParameterError
+from mopa.eval.intervals import half_width
 
 ENVS = {"ipd": "ipd", "coin": "coin_game"}
 """``--env`` values and the registered games they play."""
@@ -641,3 +646,131 @@ def make_train(config: SampledConfig):
         return run(*start(key))[1]
 
     return train
+
+
+def chunk_length(num_updates: int, num_chunks: int = 10) -> int:
+    """The largest divisor of ``num_updates`` that is at most
+    ``num_updates / num_chunks`` (at least 1): updates per compiled chunk, so that
+    one program covers the run and progress is reported about ``num_chunks``
+    times."""
+    target = max(1, num_updates // num_chunks)
+    return max(d for d in range(1, target + 1) if num_updates % d == 0)
+
+
+class SeedRun(NamedTuple):
+    """Several seeds of one method trained together."""
+
+    metrics: Metrics  # leaves [S, n_update, ...]
+    compile_s: float  # wall seconds compiling the chunk program
+    wall_s: float  # wall seconds training all seeds (compilation excluded)
+    cpu_s: float  # process CPU seconds (user + system) for the same
+
+
+def train_seeds(
+    config: SampledConfig,
+    keys: jax.Array,
+    on_chunk: Callable[[int, Metrics], None] | None = None,
+) -> SeedRun:
+    """Train one run per key, all seeds vmapped in one compiled program that
+    covers :func:`chunk_length` updates and is called until the run is done.
+
+    Seed ``s`` follows ``make_train(config)(keys[s])`` (same keys, same updates).
+
+    Args:
+        config: the run.
+        keys: ``[S]`` PRNG keys, one per seed.
+        on_chunk: called after each chunk with the number of updates done and
+            that chunk's metrics (leaves ``[S, K, ...]``).
+    """
+    start, run = make_train_segments(config)
+    agents, update_keys = jax.jit(jax.vmap(start))(keys)  # keys [S, n_update]
+    length = chunk_length(config.n_update)
+    time_0 = time.perf_counter()
+    run_chunk = jax.jit(jax.vmap(run)).lower(agents, update_keys[:, :length]).compile()
+    compile_s = time.perf_counter() - time_0
+    cpu_0, wall_0 = time.process_time(), time.perf_counter()
+    chunks = []
+    for done in range(length, config.n_update + 1, length):
+        agents, metrics = run_chunk(agents, update_keys[:, done - length : done])
+        chunks.append(jax.tree.map(np.asarray, metrics))
+        if on_chunk is not None:
+            on_chunk(done, chunks[-1])
+    metrics = jax.tree.map(lambda *xs: np.concatenate(xs, 1), *chunks)
+    return SeedRun(
+        metrics,
+        compile_s,
+        time.perf_counter() - wall_0,
+        time.process_time() - cpu_0,
+    )
+
+
+def env_steps(config: SampledConfig) -> int:
+    """Environment steps (both agents' rollouts, lookaheads and opponent-model data;
+    evaluation excluded) of one training run."""
+    per_update = 2 * config.outer_steps * (config.inner_steps + 1)
+    if config.opp_model:
+        per_update += 2 * config.opp_model_data_batches
+    return config.n_update * per_update * config.batch_size * config.rollout_len
+
+
+def chunk_line(label: str, config: SampledConfig, done: int, chunk: Metrics) -> str:
+    """One progress line of :func:`train_seeds`'s ``on_chunk``: the outer steps
+    done and each seed's last evaluation against the other agent and ALLD (and,
+    in the coin game, its share of its own coins)."""
+    line = (
+        f"{label} outer steps {done * config.outer_steps}: vs each other "
+        + " ".join(f"{v:.3f}" for v in chunk.vs_each_other[:, -1].mean(-1))
+        + ", vs ALLD "
+        + " ".join(f"{v:.3f}" for v in chunk.vs_alld[:, -1].mean(-1))
+    )
+    if config.env == "coin":
+        line += ", own coin " + " ".join(f"{v:.3f}" for v in chunk.own_coin[:, -1])
+    return line
+
+
+def _mean_ci(values: np.ndarray) -> tuple[float, float]:
+    """Mean and the half-width of its 95% Student-t interval over ``[n]`` seeds."""
+    return float(np.mean(values)), float(half_width(values, method="t"))
+
+
+def summarise_seeds(run: SeedRun, config: SampledConfig) -> dict[str, Any]:
+    """The last update's evaluation of :func:`train_seeds`'s seeds, each figure's
+    mean with its 95% Student-t half-width over seeds (``ci95``) and every
+    seed's value (``per_seed``); the curves over outer steps (seed means and
+    half-widths); the run's compile, wall and CPU seconds and its environment
+    steps (:func:`env_steps`)."""
+    stack = run.metrics  # [S, U, ...]
+    num_seeds = int(stack.vs_each_other.shape[0])
+    final = {
+        name: getattr(stack, name)[:, -1].mean(-1)
+        for name in ("vs_each_other", "vs_alld", "vs_allc", "vs_tft")
+    }
+    entry: dict = {"own_coin_proportion": None, "ci95": {}}
+    for name, values in final.items():
+        entry[name], entry["ci95"][name] = _mean_ci(values)
+    entry["per_seed"] = {name: values.tolist() for name, values in final.items()}
+    if config.env == "coin":
+        own = stack.own_coin[:, -1]
+        entry["own_coin_proportion"], entry["ci95"]["own_coin_proportion"] = _mean_ci(
+            own
+        )
+        entry["per_seed"]["own_coin_proportion"] = own.tolist()
+    outer = np.arange(1, config.n_update + 1) * config.outer_steps
+    entry["curves"] = {
+        "outer_steps": outer.tolist(),
+        "vs_each_other": stack.vs_each_other.mean(-1).mean(0).tolist(),
+        "vs_each_other_ci95": half_width(
+            stack.vs_each_other.mean(-1), method="t"
+        ).tolist(),
+        "vs_alld": stack.vs_alld.mean(-1).mean(0).tolist(),
+        "vs_alld_ci95": half_width(stack.vs_alld.mean(-1), method="t").tolist(),
+        "own_coin": stack.own_coin.mean(0).tolist(),
+    }
+    entry["compile_s"] = run.compile_s
+    entry["wall_s"] = run.wall_s
+    entry["cpu_s"] = run.cpu_s
+    entry["cpu_s_per_outer_step_per_seed"] = run.cpu_s / (
+        num_seeds * config.n_update * config.outer_steps
+    )
+    entry["env_steps_per_run"] = env_steps(config)
+    return entry

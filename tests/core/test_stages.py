@@ -9,8 +9,8 @@ import threading
 import pytest
 
 from mopa.cli.main import main
+from mopa.core.stages import STAGE_FILE, Stages, file_fingerprint, fingerprint
 from mopa.experiments import register_experiment
-from mopa.experiments.stages import STAGE_FILE, Stages, file_fingerprint, fingerprint
 from tests.concurrency import CALLS, DEVICE_COUNTS, run_stress
 
 

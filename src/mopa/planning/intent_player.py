@@ -1,34 +1,76 @@
-"""The predator players of the hidden-intent experiment (Exp 6): one player that
-keeps an online belief over the prey's corner inside its carry, updates it every
-step from what it sees of the prey, and hands an intent input to a predator policy
-or to the belief planner.
+"""A team that keeps a belief over its opponent's hidden strategy and acts on it:
+with a belief-conditioned policy, or with a planner that draws the opponent's
+strategy from the belief.
 
-:class:`IntentPredator` is a :class:`~mopa.players.Player` for the predator team of
-``tag_intent`` built with ``predator_intent_obs`` (so the game's predator
-observation ends with a ``K``-entry intent input). Each step it:
+:class:`IntentPredator` is a :class:`~mopa.players.Player` for the observing team
+of any game that names its opponent's private fields
+(:class:`~mopa.envs.base.IntentGame`: the predators of ``tag_intent`` built with
+``predator_intent_obs``, Blue of the battalion under
+:class:`~mopa.opponent.belief_game.SoftBeliefGame`), whose observation ends with a
+``K``-entry belief input. Each step it:
 
-1. appends the prey's position to the carried prefix and, for the Bayes source,
-   recovers the prey's previous action from the last transition (the action whose
-   simulated step from the previous state gives the prey its velocity now) and
-   applies one Bayes update with the opponent model's ``p(a | s, k)``;
+1. appends the opponent's position (:meth:`~mopa.envs.base.IntentGame.
+   opponent_position`) to the carried prefix and, for the Bayes source, recovers
+   the opponent's previous move from the last transition
+   (:meth:`~mopa.envs.base.IntentGame.opponent_move`: in the pursuit game the
+   action whose simulated step from the previous state gives the prey its
+   velocity now) and applies one Bayes update with the opponent model's
+   ``p(a | s, k)``;
 2. computes every belief source it was built with (static ``sources``) and picks
    one with ``params.source`` (an array, so players that differ only in their
    source share one compiled program in a tournament);
-3. feeds the predators an intent input picked by ``params.feed``: the true corner
-   (the oracle), a random corner drawn at the episode's start, the belief, or the
+3. feeds the team an intent input picked by ``params.feed``: the true intent
+   (the oracle), a random intent drawn at the episode's start, the belief, or the
    one-hot of the belief's argmax committed at ``commit_step`` steps;
 4. acts with its policy on the observation carrying that input, or (with a
    ``planner``) runs the Monte-Carlo lookahead with the belief placed in the
    planner's opponent model (intents drawn from it per rollout) and in the game
-   state the imagined predators observe.
+   state the imagined team observes.
 
 The carry is the flattened :class:`BeliefCarry` (the same row for every agent).
 Belief sources: ``classifier`` (supervised prefix classifier on the occupancy of
 the prefix and the latest positions, temperature-scaled), ``jepa`` (the JEPA's
-predicted arrival read out against the four corners, temperature-scaled),
-``flat`` (uniform) and ``bayes``
-(exact Bayes from an intent-conditioned prey model: a behaviour clone
-``pi(a | s, z)`` or the prey's own policy).
+predicted arrival read out against the intents' targets, temperature-scaled),
+``flat`` (uniform) and ``bayes`` (exact Bayes from an intent-conditioned opponent
+model, :class:`PreyModel`: a behaviour clone ``pi(a | s, z)`` or the opponent's
+own policy).
+
+Blue of the battalion, against Red's scripted strategy family, reading a belief
+over Red's strategy from Red's path (the classifier and the policy are untrained
+here; trained ones plug in the same way)::
+
+    >>> import jax
+    >>> from mopa.envs import make
+    >>> from mopa.opponent.encoders import ClassifierConfig, init_params
+    >>> from mopa.opponent.soft_belief_game import soft_belief_game
+    >>> from mopa.planning import IntentPredator, intent_predator_params
+    >>> from mopa.players import initial_player_carry
+    >>> from mopa.policy import PolicySpec
+    >>> from mopa.policy import init_params as init_policy
+    >>> env, params = soft_belief_game(
+    ...     make("battalion_vs_red", red="mixed", discrete=True)[0]
+    ... )
+    >>> K = env.num_intents  # Red's six strategies
+    >>> spec = PolicySpec(kind="actor", num_agents=1, obs_size=17 + K,
+    ...                   num_actions=18, hidden=(16,))
+    >>> classifier = ClassifierConfig(input_size=8 * 8, num_classes=K)
+    >>> blue = IntentPredator(env, spec, sources=("classifier",),
+    ...                       classifier=classifier)
+    >>> one_seed = lambda tree: jax.tree.map(lambda x: x[None], tree)
+    >>> blue_params = intent_predator_params(
+    ...     params, 1, one_seed(init_policy(spec, jax.random.key(1))),
+    ...     source=0, feed="belief", num_intents=K,
+    ...     classifier=(init_params(classifier, jax.random.key(2)), 1.0),
+    ... )  # a tournament's params (a seed axis); one game's below
+    >>> first_seed = jax.tree.map(lambda x: x[0], blue_params)
+    >>> obs, state = env.reset(jax.random.key(0), params)
+    >>> actions, carry = jax.jit(blue.act)(
+    ...     first_seed, jax.random.key(3), state, obs[0],
+    ...     initial_player_carry(blue), jax.numpy.ones(1, bool),
+    ... )
+    >>> belief = blue.unpack(carry[0]).belief  # after Red's first position
+    >>> belief.shape, round(float(belief.sum()), 5)
+    ((6,), 1.0)
 """
 
 from __future__ import annotations
@@ -42,12 +84,14 @@ import jax.numpy as jnp
 from flax import struct
 from jax.flatten_util import ravel_pytree
 
-from mopa.envs.pursuit import INTENT_CORNERS, NUM_ACTIONS, PursuitEnv
+from mopa.envs.base import IntentGame
 from mopa.errors import InvalidParameterError
 from mopa.eval.tournament import broadcast_seeds
 from mopa.opponent.beliefs import (
     BayesBeliefState,
     PrefixBeliefState,
+    bayes_beliefs,
+    beliefs_acted_on,
     init_bayes_belief,
     init_prefix_belief,
     readout_logits_fn,
@@ -56,22 +100,38 @@ from mopa.opponent.beliefs import (
 )
 from mopa.opponent.encoders import ClassifierConfig, JEPAConfig, predict_arrival
 from mopa.opponent.representations import occupancy, recent_positions
-from mopa.planning import (
-    IntentModelParams,
-    LookaheadParams,
-    LookaheadPlayer,
-    MCTSPlayer,
-)
-from mopa.planning.opponents import greedy_logits
+from mopa.planning.lookahead import LookaheadParams, LookaheadPlayer
+from mopa.planning.mcts import MCTSPlayer
+from mopa.planning.opponents import IntentModelParams, greedy_logits
 from mopa.players import plays_games_in_turn
 from mopa.policy import PolicySpec, agent_inputs, make_act_fn
 
 FEEDS = ("none", "true", "random", "belief", "commit")
 """Intent inputs: ``none`` (the unaware policy: the input is cut off), ``true``
-(oracle), ``random`` (a corner drawn per episode), ``belief`` and ``commit``."""
+(oracle), ``random`` (an intent drawn per episode), ``belief`` and ``commit``."""
 
 SOURCES = ("classifier", "jepa", "flat", "bayes")
 """Belief sources a player can compute."""
+
+BAYES_MEMBERS = (
+    "opponent_team",
+    "transition_memory",
+    "previous_state",
+    "opponent_move",
+)
+"""What of an :class:`~mopa.envs.base.IntentGame` Bayes from the opponent's moves
+reads."""
+
+
+def require_members(env: Any, members: tuple[str, ...], part: str) -> None:
+    """Refuse a game that lacks any of the :class:`~mopa.envs.base.IntentGame`
+    ``members`` that ``part`` of a player reads."""
+    missing = [m for m in members if not hasattr(env, m)]
+    if missing:
+        raise InvalidParameterError(
+            f"env: {part} reads the game's {', '.join(missing)}, which "
+            f"{getattr(env, 'name', type(env).__name__)} does not name"
+        )
 
 
 @struct.dataclass
@@ -80,7 +140,7 @@ class IntentPredatorParams:
     tournament)."""
 
     env_params: Any
-    """The game's parameters (the Bayes source simulates the last transition)."""
+    """The game's parameters (the Bayes source reads the last transition)."""
     policy_params: Any
     """The predator policy's weights (the planner's own policy when planning)."""
     classifier_params: Any
@@ -108,6 +168,7 @@ def intent_predator_params(
     *,
     source: int,
     feed: str,
+    num_intents: int,
     bayes_params: Any = (),
     planner_opponent: Any = None,
     classifier: tuple[Any, float] = ((), 1.0),
@@ -119,21 +180,23 @@ def intent_predator_params(
     Args:
         env_params: the game's parameters (broadcast to every seed).
         num_seeds: ``S``.
-        policy_params: the predator policy's ``[S]``-stacked weights.
+        policy_params: the team policy's ``[S]``-stacked weights.
         source: index of the belief source in the player's ``sources``.
         feed: one of :data:`FEEDS`.
-        bayes_params: the Bayes source's prey model, ``[S]``-stacked (``()``
+        num_intents: ``K``, the game's (the planner's belief starts uniform over
+            them).
+        bayes_params: the Bayes source's opponent model, ``[S]``-stacked (``()``
             without one).
-        planner_opponent: the planner's rollout prey, ``[S]``-stacked, when the
-            player plans (its belief starts uniform; the player sets it each
-            step); ``None`` otherwise.
+        planner_opponent: the planner's rollout opponent, ``[S]``-stacked, when
+            the player plans (the player sets its belief each step); ``None``
+            otherwise.
         classifier: ``(weights, temperature)`` of the prefix classifier, one set
             given to every seed (``()`` without one).
         jepa: ``(weights, temperature)`` of the JEPA and its readout, likewise.
     """
     if feed not in FEEDS:
         raise InvalidParameterError(f"feed must be one of {FEEDS}, got {feed!r}")
-    K = len(INTENT_CORNERS)
+    K = num_intents
     shared = broadcast_seeds(
         dict(
             env_params=env_params,
@@ -167,30 +230,29 @@ def intent_predator_params(
 class BeliefCarry(NamedTuple):
     """What an :class:`IntentPredator` carries from step to step."""
 
-    prefix: PrefixBeliefState  # the prey's positions so far and the prefix belief
+    prefix: PrefixBeliefState  # the opponent's positions so far, the prefix belief
     bayes: BayesBeliefState  # the Bayes belief
-    prev_pos: jax.Array  # [N, 2] positions of the previous state
-    prev_vel: jax.Array  # [N, 2] velocities of the previous state
-    prev_actions: jax.Array  # [A] int32 the predators' previous actions
-    random_intent: jax.Array  # [] int32 the corner drawn at the episode's start
+    memory: Any  # the previous state's transition_memory (pursuit: pos, vel [N, 2])
+    prev_actions: jax.Array  # [A] int32 the team's previous actions
+    random_intent: jax.Array  # [] int32 the intent drawn at the episode's start
     committed: jax.Array  # [] int32 the argmax committed to at commit_step
     belief: jax.Array  # [K] the belief of this step (after the update)
 
 
 @dataclasses.dataclass(frozen=True)
 class PreyModel:
-    """An intent-conditioned prey model ``obs [D] -> log p(a | obs, k) [K, A]``.
+    """An intent-conditioned opponent model ``obs [D] -> log p(a | obs, k) [K, A]``.
 
     The spec is either a behaviour clone (an actor on ``[obs without the intent,
-    onehot(k)]``, no agent one-hot) or the prey's own policy (its observation's
-    trailing intent one-hot replaced by ``onehot(k)``): the same computation, the
-    last ``K`` inputs set to each intent in turn.
+    onehot(k)]``, no agent one-hot) or the opponent's own policy (its
+    observation's trailing intent one-hot replaced by ``onehot(k)``): the same
+    computation, the last ``K`` inputs set to each intent in turn.
     """
 
     spec: PolicySpec
     """The network's spec (an actor whose observation ends with the intent)."""
     greedy: bool = False
-    """Model a prey that takes its actor's mode: ``log p(a | obs, k)`` is 0 on the
+    """Model an opponent that takes its actor's mode: ``log p(a | obs, k)`` is 0 on the
     argmax action and ``-inf`` elsewhere (combine with ``epsilon > 0`` in the Bayes
     update). Otherwise the actor's softmax."""
 
@@ -207,17 +269,33 @@ class PreyModel:
         return jax.nn.log_softmax(logits, -1)
 
 
+class ObservingTeam:
+    """What a player of the observing team of an
+    :class:`~mopa.envs.base.IntentGame` with a ``planner`` field (or ``None``)
+    says of itself as a :class:`~mopa.players.Player`."""
+
+    @property
+    def num_agents(self) -> int:
+        return self.env.team_sizes[self.env.belief_team]
+
+    @property
+    def games_in_turn(self) -> bool:
+        """The planner's (:func:`~mopa.players.plays_games_in_turn`)."""
+        return plays_games_in_turn(self.planner)
+
+
 @dataclasses.dataclass(frozen=True)
-class IntentPredator:
-    """The Exp 6 predator team; see the module docstring.
+class IntentPredator(ObservingTeam):
+    """The observing team of an :class:`~mopa.envs.base.IntentGame` keeping a
+    belief over its opponent's intent; see the module docstring.
 
     ``params`` is an :class:`IntentPredatorParams`.
     """
 
-    env: PursuitEnv
-    """``tag_intent`` with ``predator_intent_obs`` (rollouts and observations)."""
+    env: IntentGame
+    """The game (with ``observes_belief``): rollouts and observations."""
     spec: PolicySpec
-    """The predator policy: the unaware one (observation without the intent
+    """The team's policy: the unaware one (observation without the intent
     input) when ``feed_none``, else the intent-conditioned one."""
     sources: tuple[str, ...] = ()
     """Belief sources computed each step (``params.source`` indexes them)."""
@@ -231,23 +309,25 @@ class IntentPredator:
     jepa: JEPAConfig | None = None
     """Config of the JEPA (for the ``jepa`` source)."""
     prey_model: PreyModel | None = None
-    """The prey model of the ``bayes`` source."""
+    """The opponent model of the ``bayes`` source."""
     grid_size: int = 8
     """Occupancy cells per axis read by the classifier and the JEPA."""
     recent: int = 0
-    """Latest prey positions read by the classifier and the JEPA beside the
+    """Latest opponent positions read by the classifier and the JEPA beside the
     occupancy (:func:`prefix_features`)."""
     min_steps: int = 1
     """The prefix beliefs stay uniform until this many positions are seen."""
     commit_step: int = 8
     """``commit`` feed: positions seen when the argmax is committed to."""
     bayes_epsilon: float = 0.05
-    """Uniform mixing of the Bayes likelihood (the prey acts greedily)."""
+    """Uniform mixing of the Bayes likelihood (a greedy opponent's model)."""
 
     def __post_init__(self):
-        if not self.env.predator_intent_obs:
+        if not getattr(self.env, "observes_belief", False):
             raise InvalidParameterError(
-                "env: the intent predator needs tag_intent with predator_intent_obs"
+                "env: the intent predator needs a game whose team observes a belief "
+                "(an IntentGame with observes_belief, e.g. tag_intent with "
+                "predator_intent_obs)"
             )
         for source in self.sources:
             if source not in SOURCES:
@@ -265,17 +345,19 @@ class IntentPredator:
             raise InvalidParameterError(
                 "feed_none: the unaware predator uses no belief and no planner"
             )
+        reads = []  # what of the game each part reads
+        if {"classifier", "jepa"} & set(self.sources):
+            reads.append(("the path sources", ("opponent_position",)))
+        if "jepa" in self.sources:
+            reads.append(("the jepa source", ("intent_targets",)))
+        if "bayes" in self.sources:
+            reads.append(("the bayes source", BAYES_MEMBERS))
+        if self.planner is not None:
+            reads.append(("a planner", ("with_belief",)))
+        for part, members in reads:
+            require_members(self.env, members, part)
 
     # -- Player ------------------------------------------------------------------
-    @property
-    def num_agents(self) -> int:
-        return self.env.num_predators
-
-    @property
-    def games_in_turn(self) -> bool:
-        """The planner's (:func:`~mopa.players.plays_games_in_turn`)."""
-        return plays_games_in_turn(self.planner)
-
     @property
     def num_intents(self) -> int:
         return self.env.num_intents
@@ -285,15 +367,14 @@ class IntentPredator:
         return int(self.pack(self.initial_carry(jax.random.key(0))).size)
 
     def initial_carry(self, key: jax.Array) -> BeliefCarry:
-        """The carry at an episode's first step (a random corner drawn from
+        """The carry at an episode's first step (a random intent drawn from
         ``key``)."""
-        N, A, K = self.env.num_agents, self.num_agents, self.num_intents
+        A, K = self.num_agents, self.num_intents
         max_steps = int(self.env.base_params.max_steps)
         return BeliefCarry(
             prefix=init_prefix_belief(max_steps, 2, K),
             bayes=init_bayes_belief(K),
-            prev_pos=jnp.zeros((N, 2)),
-            prev_vel=jnp.zeros((N, 2)),
+            memory=empty_memory(self.env) if "bayes" in self.sources else (),
             prev_actions=jnp.zeros((A,), jnp.int32),
             random_intent=jax.random.randint(key, (), 0, K),
             committed=jnp.zeros((), jnp.int32),
@@ -318,20 +399,21 @@ class IntentPredator:
         belief_carry = self._observe(params, state, previous, first)
         fed, belief_carry = self._feed(params, state, belief_carry)
         actions = self._act(params, key_act, state, obs, belief_carry.belief, fed)
-        belief_carry = belief_carry._replace(
-            prev_pos=state.pos, prev_vel=state.vel, prev_actions=actions
-        )
+        memory = self.env.transition_memory(state) if "bayes" in self.sources else ()
+        belief_carry = belief_carry._replace(memory=memory, prev_actions=actions)
         row = self.pack(belief_carry)
         return actions, jnp.broadcast_to(row, (self.num_agents, row.size))
 
     # -- beliefs -----------------------------------------------------------------
     def _observe(self, params, state, carry: BeliefCarry, first) -> BeliefCarry:
-        P, K = self.env.num_predators, self.num_intents
+        K = self.num_intents
         uniform = jnp.full((K,), 1.0 / K)
+        if {"classifier", "jepa"} & set(self.sources):
+            position = self.env.opponent_position(state, params.env_params)
+        else:  # a path is only read by those two sources
+            position = jnp.zeros((2,))
         prefix = update_prefix_belief(
-            carry.prefix,
-            lead_position(state, params.env_params, P),
-            lambda prefix, length: jnp.zeros((K,)),
+            carry.prefix, position, lambda prefix, length: jnp.zeros((K,))
         )
         bayes = carry.bayes
         beliefs = []
@@ -369,30 +451,28 @@ class IntentPredator:
         )
 
     def _jepa_logits(self, params):
-        corners = jnp.asarray(INTENT_CORNERS) * params.env_params.intent_corner
+        targets = self.env.intent_targets(params.env_params)
         return jepa_logits_fn(
-            self.jepa, params.jepa_params, self.grid_size, corners, self.recent
+            self.jepa, params.jepa_params, self.grid_size, targets, self.recent
         )
 
     def _bayes_update(self, params, state, carry: BeliefCarry) -> BayesBeliefState:
-        """One Bayes step on the prey's last action, recovered from the
+        """One Bayes step on the opponent's last move, recovered from the
         transition ``previous state -> state``."""
-        P = self.env.num_predators
-        previous = state.replace(
-            pos=carry.prev_pos, vel=carry.prev_vel, step=jnp.maximum(state.step - 1, 0)
+        env = self.env
+        previous = env.previous_state(state, carry.memory)
+        action = env.opponent_move(
+            params.env_params, previous, carry.prev_actions, state
         )
-        action = infer_prey_action(
-            self.env, params.env_params, previous, carry.prev_actions, state.vel[P]
-        )
-        prey_obs = self.env.observe(previous, params.env_params)[1][0]
+        opponent_obs = env.observe(previous, params.env_params)[env.opponent_team][0]
         log_probs = self.prey_model.log_probs(
-            params.bayes_params, prey_obs, self.num_intents
+            params.bayes_params, opponent_obs, self.num_intents
         )
         return update_bayes_belief(carry.bayes, log_probs, action, self.bayes_epsilon)
 
     def _feed(self, params, state, carry: BeliefCarry) -> tuple[jax.Array, Any]:
-        """``[K]`` the intent input handed to the predators, and the carry with
-        the committed corner (fixed once ``commit_step`` positions are seen)."""
+        """``[K]`` the intent input handed to the team, and the carry with the
+        committed intent (fixed once ``commit_step`` positions are seen)."""
         K = self.num_intents
         argmax = jnp.argmax(carry.belief).astype(jnp.int32)
         length = carry.prefix.length
@@ -400,7 +480,7 @@ class IntentPredator:
         options = jnp.stack(
             [
                 jnp.full((K,), 1.0 / K),  # none (unused: the input is cut off)
-                jax.nn.one_hot(state.intent, K),
+                jax.nn.one_hot(self.env.true_intent(state), K),
                 jax.nn.one_hot(carry.random_intent, K),
                 carry.belief,
                 jax.nn.one_hot(committed, K),
@@ -429,20 +509,11 @@ class IntentPredator:
         planner_params = planner_params.replace(
             opponent_params=planner_params.opponent_params.replace(belief=belief)
         )
-        imagined = state.replace(belief=fed)
+        imagined = self.env.with_belief(state, fed)
         actions, _ = self.planner.act(
             planner_params, key, imagined, obs, no_carry, no_reset
         )
         return actions
-
-
-def lead_position(state: Any, env_params: Any, index: int) -> jax.Array:
-    """``[2]`` where agent ``index`` will be at the next step, already fixed by the
-    state: MPE's step moves a body with its current velocity (the action changes
-    only the new velocity), so a move shows in the velocity a step before it shows
-    in the position. The prefix beliefs read these positions, which puts them on
-    the same footing as the Bayes belief (it reads the move from the velocity)."""
-    return state.pos[index] + env_params.dt * state.vel[index]
 
 
 def prefix_features(
@@ -490,27 +561,41 @@ def jepa_logits_fn(
     return readout_logits_fn(readout_fn, corners)
 
 
-def infer_prey_action(
-    env: PursuitEnv,
-    env_params: Any,
-    previous: Any,
-    predator_actions: jax.Array,
-    prey_vel: jax.Array,
+def empty_memory(env: IntentGame) -> Any:
+    """Zeros shaped as ``env``'s :meth:`~mopa.envs.base.IntentGame.
+    transition_memory` (an episode's first step has no previous state)."""
+    shapes = jax.eval_shape(
+        lambda key: env.transition_memory(env.reset(key, env.default_params)[1]),
+        jax.random.key(0),
+    )
+    return jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes)
+
+
+def episode_bayes_beliefs(
+    model: PreyModel,
+    stacked_params: Any,
+    obs: jax.Array,
+    actions: jax.Array,
+    seeds: jax.Array,
+    num_intents: int,
+    epsilon: float,
 ) -> jax.Array:
-    """The prey action ``[]`` that best explains the transition: the one whose
-    simulated step from ``previous`` (with the predators' ``[A]`` actions) gives
-    the prey the velocity nearest ``prey_vel`` ``[2]``. (MPE's step moves a body
-    with its old velocity and applies the action's force to the new one, so the
-    action shows in the velocity, not yet in the position.) The step is
-    deterministic, so this recovers the action exactly unless two actions give the
-    same velocity (only when contact or the speed limit cancels the force)."""
-    P = env.num_predators
-    key = jax.random.key(0)
+    """``[E, T, K]`` the Bayes belief under ``model`` each step of each recorded
+    episode acted on (:func:`~mopa.opponent.beliefs.beliefs_acted_on`: it has
+    seen the moves before the step), episode ``e`` under the model's params of
+    its seed ``seeds[e]`` (``stacked_params`` leaves ``[S, ...]``).
 
-    def velocity(action):
-        actions = (predator_actions.astype(jnp.int32), action[None])
-        _, after, *_ = env.step(key, previous, actions, env_params)
-        return after.vel[P]
+    Args:
+        obs: ``[E, T, D]`` the opponent's observations (its intent one-hot last).
+        actions: ``[E, T]`` its moves.
+        seeds: ``[E]`` int.
+        num_intents: ``K``.
+    """
+    K = num_intents
 
-    candidates = jax.vmap(velocity)(jnp.arange(NUM_ACTIONS, dtype=jnp.int32))
-    return jnp.argmin(jnp.sum((candidates - prey_vel) ** 2, -1)).astype(jnp.int32)
+    def after(o, a, s):
+        p = jax.tree.map(lambda x: x[s], stacked_params)
+        fn = lambda ob: model.log_probs(p, ob, K)  # noqa: E731
+        return bayes_beliefs(fn, o, a, K, epsilon)
+
+    return beliefs_acted_on(jax.jit(jax.vmap(after))(obs, actions, seeds))

@@ -1,15 +1,17 @@
-"""The players of the population experiment (:mod:`mopa.experiments.intent_population`):
-the predators that plan against a population model of the prey, and a scripted prey
-from outside the trained family.
+"""A team that plans against a population model of its opponent: the joint belief
+over the opponent's (intent, member) updated from its moves, and a fallback for an
+opponent no member fits, corrected online to its moves; and two scripted prey of
+the pursuit game from outside any trained family.
 
-:class:`PopulationPredator` is a :class:`~mopa.players.Player` for the predator team
-of ``tag_intent`` built with ``predator_intent_obs``. It carries the joint belief
-over (intent, member) of :mod:`mopa.opponent.population` in its carry and, each
-step:
+:class:`PopulationPredator` is a :class:`~mopa.players.Player` for the observing
+team of any game that names its opponent's private fields and moves
+(:class:`~mopa.envs.base.IntentGame`; e.g. the predators of ``tag_intent`` built
+with ``predator_intent_obs``). It carries the joint belief over (intent, member)
+of :mod:`mopa.opponent.population` in its carry and, each step:
 
-1. recovers the prey's previous move from the last transition
-   (:func:`~mopa.experiments.intent_players.infer_prey_action`) and updates the
-   belief with the clone library's likelihood of it
+1. recovers the opponent's previous move from the last transition
+   (:meth:`~mopa.envs.base.IntentGame.opponent_move`) and updates the belief with
+   the clone library's likelihood of it
    (:func:`~mopa.opponent.population.observe_opponent`); on an episode's first step
    it instead starts the belief: afresh at a match's first episode (an all-zero
    carry), else by :func:`~mopa.opponent.population.reset_intent` (the member
@@ -17,37 +19,39 @@ step:
    afresh every episode when ``carry_across_episodes`` is off;
 2. hands its planner (a lookahead or a tree search whose opponent model is a
    :class:`~mopa.planning.PopulationOpponentModel`) the joint belief to draw
-   imagined prey from (with the model's ``fallback``: the posterior given the
+   imagined opponents from (with the model's ``fallback``: the posterior given the
    family and the none-fits probability, :func:`~mopa.opponent.population.
-   planner_belief`), and the belief's intent marginal as the predators' intent
-   input (in the observation and in the imagined game state);
+   planner_belief`), and the belief's intent marginal as the team's intent input
+   (in the observation and in the imagined game state);
 3. when that fallback is an :class:`~mopa.planning.OnlineResidualModel`, also
-   scores the prey's move against the fallback and its correction and refits the
-   correction (:func:`~mopa.opponent.online.observe_residual`, with the base's
+   scores the opponent's move against the fallback and its correction and refits
+   the correction (:func:`~mopa.opponent.online.observe_residual`, with the base's
    predictive over its intent), carried as the member belief is, and hands the
    planner its weights and evidence.
 
 The carry row is the flattened :class:`PopulationCarry` (the same row for every
-agent); :meth:`PopulationPredator.unpack` reads it back.
+agent); :meth:`PopulationPredator.unpack` reads it back. :func:`match_beliefs` and
+:func:`match_residuals` recompute from a match's recorded moves the belief and the
+correction the player acted on at every step.
 
 :class:`EvaderPrey` runs from the nearest predator and ignores its intent, and
-:class:`WandererPrey` walks at random: opponents no member of the population
-describes.
+:class:`WandererPrey` walks at random: opponents no member of a population of
+trained prey describes.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
 from mopa.core.checks import check_fraction, check_probability
+from mopa.envs.base import IntentGame
 from mopa.envs.pursuit import ACTION_DIRECTIONS, NUM_ACTIONS, PREY, PursuitEnv
 from mopa.errors import InvalidParameterError
-from mopa.experiments.intent_players import infer_prey_action
 from mopa.opponent.online import (
     OnlineResidualState,
     init_online_residual,
@@ -65,17 +69,21 @@ from mopa.opponent.population import (
     planner_belief,
     reset_intent,
 )
-from mopa.planning import (
+from mopa.planning.intent_player import (
+    BAYES_MEMBERS,
+    ObservingTeam,
+    empty_memory,
+    require_members,
+)
+from mopa.planning.lookahead import LookaheadParams, LookaheadPlayer
+from mopa.planning.mcts import MCTSPlayer
+from mopa.planning.opponents import (
     FunctionOpponentModel,
-    LookaheadParams,
-    LookaheadPlayer,
-    MCTSPlayer,
     OnlineResidualModel,
     greedy_logits,
     predictive_logits,
     residual_params,
 )
-from mopa.players import plays_games_in_turn
 
 
 class PopulationCarry(NamedTuple):
@@ -84,21 +92,20 @@ class PopulationCarry(NamedTuple):
 
     belief: PopulationBeliefState  # the joint belief after the latest move seen
     online: OnlineResidualState | jax.Array  # the fallback's correction ([0]: none)
-    prev_pos: jax.Array  # [N, 2] positions of the previous state
-    prev_vel: jax.Array  # [N, 2] velocities of the previous state
-    prev_actions: jax.Array  # [A] int32 the predators' previous actions
+    memory: Any  # the previous state's transition_memory (pursuit: pos, vel [N, 2])
+    prev_actions: jax.Array  # [A] int32 the team's previous actions
     started: jax.Array  # [] float32: 1 once the match's first step was played
 
 
 @dataclasses.dataclass(frozen=True)
-class PopulationPredator:
-    """The predators planning against the population model; see the module
+class PopulationPredator(ObservingTeam):
+    """The observing team planning against the population model; see the module
     docstring. ``params`` is the planner's :class:`~mopa.planning.LookaheadParams`
     whose ``opponent_params`` is a :class:`~mopa.planning.PopulationModelParams`
     (its ``belief`` is replaced every step by the carried one)."""
 
-    env: PursuitEnv
-    """``tag_intent`` with ``predator_intent_obs``."""
+    env: IntentGame
+    """The game (with ``observes_belief``, and the members Bayes reads)."""
     population: PopulationConfig
     """The clone library (the same as the planner's opponent model's)."""
     num_members: int
@@ -118,9 +125,11 @@ class PopulationPredator:
     """Keep the member belief from one episode of a match to the next."""
 
     def __post_init__(self):
-        if not self.env.predator_intent_obs:
+        if not getattr(self.env, "observes_belief", False):
             raise InvalidParameterError(
-                "env: the population predator needs tag_intent with predator_intent_obs"
+                "env: the population predator needs a game whose team observes a "
+                "belief (an IntentGame with observes_belief, e.g. tag_intent with "
+                "predator_intent_obs)"
             )
         if self.population.num_intents != self.env.num_intents:
             raise InvalidParameterError(
@@ -134,17 +143,9 @@ class PopulationPredator:
         check_probability("fallback_prior", self.fallback_prior)
         if self.planning_prior is not None:
             check_probability("planning_prior", self.planning_prior)
+        require_members(self.env, (*BAYES_MEMBERS, "with_belief"), "the player")
 
     # -- Player ------------------------------------------------------------------
-    @property
-    def num_agents(self) -> int:
-        return self.env.num_predators
-
-    @property
-    def games_in_turn(self) -> bool:
-        """The planner's (:func:`~mopa.players.plays_games_in_turn`)."""
-        return plays_games_in_turn(self.planner)
-
     @property
     def carry_size(self) -> int:
         return int(self.pack(self._fresh_carry()).size)
@@ -168,13 +169,11 @@ class PopulationPredator:
         return init_online_residual(self.online.config)
 
     def _fresh_carry(self) -> PopulationCarry:
-        N, A = self.env.num_agents, self.num_agents
         return PopulationCarry(
             belief=self._fresh_belief(),
             online=self._fresh_online(),
-            prev_pos=jnp.zeros((N, 2)),
-            prev_vel=jnp.zeros((N, 2)),
-            prev_actions=jnp.zeros((A,), jnp.int32),
+            memory=empty_memory(self.env),
+            prev_actions=jnp.zeros((self.num_agents,), jnp.int32),
             started=jnp.zeros((), jnp.float32),
         )
 
@@ -211,7 +210,7 @@ class PopulationPredator:
         actions, _ = self.planner.act(
             params.replace(opponent_params=opponent),
             key_act,
-            state.replace(belief=fed),
+            self.env.with_belief(state, fed),
             obs,
             jnp.zeros((A, 0), jnp.float32),
             jnp.zeros((A,), bool),
@@ -220,8 +219,7 @@ class PopulationPredator:
             PopulationCarry(
                 belief=belief,
                 online=online,
-                prev_pos=state.pos,
-                prev_vel=state.vel,
+                memory=self.env.transition_memory(state),
                 prev_actions=actions,
                 started=jnp.ones((), jnp.float32),
             )
@@ -247,19 +245,15 @@ class PopulationPredator:
         )
 
     def _observe(self, params, state, previous: PopulationCarry):
-        """The belief and the correction after the prey's move of the transition
-        ``previous state -> state``."""
-        P = self.env.num_predators
-        before = state.replace(
-            pos=previous.prev_pos,
-            vel=previous.prev_vel,
-            step=jnp.maximum(state.step - 1, 0),
+        """The belief and the correction after the opponent's move of the
+        transition ``previous state -> state``."""
+        env = self.env
+        before = env.previous_state(state, previous.memory)
+        action = env.opponent_move(
+            params.env_params, before, previous.prev_actions, state
         )
-        action = infer_prey_action(
-            self.env, params.env_params, before, previous.prev_actions, state.vel[P]
-        )
-        all_obs = self.env.observe(before, params.env_params)
-        prey_obs = all_obs[PREY]  # [1, D]
+        all_obs = env.observe(before, params.env_params)
+        prey_obs = all_obs[env.opponent_team]  # [1, D]
         belief = observe_opponent(
             self.population,
             params.opponent_params.clone_params,
@@ -279,6 +273,101 @@ class PopulationPredator:
             predictive_logits(self.online.base, base_params, all_obs),
         )
         return belief, online
+
+
+# -- the player's belief and correction, replayed from a match's moves ---------
+def match_beliefs(
+    pop_config: PopulationConfig,
+    clones: Any,
+    obs: jax.Array,
+    actions: jax.Array,
+    step: jax.Array,
+    horizon: int,
+    epsilon: float,
+    fallback_prior: float,
+) -> PopulationBeliefState:
+    """The belief a :class:`PopulationPredator` acts on at every step of one
+    match, from the recorded moves: as the player computes it online (a fresh
+    belief at the match's start, :func:`~mopa.opponent.population.reset_intent` at
+    every later episode's start, an update by every move but each episode's last,
+    which the player never sees).
+
+    Args:
+        pop_config: the clone library's config.
+        clones: its weights, leaves ``[M, ...]``.
+        obs: ``[S, 1, D]`` the opponent's observations through the match.
+        actions: ``[S, 1]`` its moves.
+        step: ``[S]`` int, the step inside the episode.
+        horizon: steps per episode.
+        epsilon: the likelihood floor (the player's).
+        fallback_prior: the prior probability that no member fits (the player's).
+
+    Returns:
+        Leaves ``[S, ...]``: the belief before each step's move.
+    """
+    M = jax.tree.leaves(clones)[0].shape[0]
+    start = init_population_belief(
+        pop_config.num_intents, M, fallback_prior=fallback_prior
+    )
+
+    def body(state, inputs):
+        o, a, t = inputs
+        state = jax.tree.map(
+            lambda r, s: jnp.where((t == 0) & (state.steps > 0), r, s),
+            reset_intent(state),
+            state,
+        )
+        after = observe_opponent(
+            pop_config, clones, state, o, a, epsilon, valid=t < horizon - 1
+        )
+        return after, state
+
+    _, states = jax.lax.scan(body, start, (obs, actions, step))
+    return states
+
+
+def match_residuals(
+    model: OnlineResidualModel,
+    base_params: Any,
+    obs: jax.Array,
+    actions: jax.Array,
+    step: jax.Array,
+    horizon: int,
+) -> OnlineResidualState:
+    """The fallback's online correction a :class:`PopulationPredator` acts on at
+    every step of one match (when its fallback is corrected online), from the
+    recorded moves: as the player computes it online (fresh at the match's start,
+    carried across its episodes, updated by every move but each episode's last).
+
+    Args:
+        model: the planner's fallback.
+        base_params: its base model's params (one seed's).
+        obs: ``[S, 1, D]`` the opponent's observations through the match.
+        actions: ``[S, 1]`` its moves.
+        step: ``[S]`` int, the step inside the episode.
+        horizon: steps per episode.
+
+    Returns:
+        Leaves ``[S, ...]``: the correction before each step's move.
+    """
+
+    def body(state, inputs):
+        o, a, t = inputs
+        base = predictive_logits(model.base, base_params, _team_obs_only(o, model.team))
+        after = observe_residual(model.config, state, o, a, base)
+        kept = jax.tree.map(lambda n, s: jnp.where(t < horizon - 1, n, s), after, state)
+        return kept, state
+
+    start = init_online_residual(model.config)
+    _, states = jax.lax.scan(body, start, (obs, actions, step))
+    return states
+
+
+def _team_obs_only(obs: jax.Array, team: int) -> tuple:
+    """Every team's observations (of a two-team game) for a model that reads
+    ``team``'s alone (the others empty)."""
+    empty = jnp.zeros((0, 0), obs.dtype)
+    return tuple(obs if t == team else empty for t in range(2))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -144,7 +144,7 @@ class Stages:
         # stages' programs run at the same time and share XLA's CPU thread pool:
         # safe on any device count because XLA's own operations never wait on a
         # pool thread and mopa's stages issue no batched LAPACK kernel, which does
-        # (mopa.core.linalg; tests/experiments/test_stages.py runs stages together
+        # (mopa.core.linalg; tests/core/test_stages.py runs stages together
         # 20 times on 1 and 2 devices).
         threads = [
             threading.Thread(target=work, args=(i, *stage), daemon=True)
