@@ -419,7 +419,7 @@ def command_mopa(args) -> dict:
             "train": train,
             "summary": {
                 k: v
-                for k, v in summary.items()
+                for k, v in summary["final"].items()
                 if k.startswith(("return/", "captures", "opp_acc"))
             },
             "writeup": WRITEUP.get(name),
@@ -440,27 +440,97 @@ def _cell(summary: dict) -> str:
     return f"{summary['mean']:.2f} [{low:.2f}, {high:.2f}]"
 
 
-def command_table(args) -> str:
-    code = json.loads(args.research.read_text())["conditions"]
-    mopa = json.loads(args.mopa.read_text())["conditions"]
+def _inside(value: float, summary: dict) -> str:
+    low, high = summary["ci95_seeds"]
+    return "yes" if low <= value <= high else "no"
+
+
+def captures_table(code: dict, mopa: dict) -> list[str]:
+    """Each IQL condition: the writeup's captures, the research's code as the
+    writeup reads it, its captures, mopa's, and the training wall times."""
     lines = [
-        "| condition | writeup | research code, as the writeup reads it "
-        "| research code, captures (26 / 25 transitions) | mopa (25) "
-        "| research code, train wall s | mopa, train wall s |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| condition | writeup (return / 10) | research code, its test read as the "
+        "writeup reads it | research code, captures (26 transitions) | research "
+        "code, captures (first 25) | mopa, captures (25) | mopa inside the research "
+        "code's interval | train wall s, research code / mopa |",
+        "|---|---:|---:|---:|---:|---:|:---:|---:|",
     ]
     for name, entry in code.items():
         if "greedy" not in entry or name not in mopa:
             continue
         writeup = entry["writeup"] or {}
+        research_25 = entry["greedy"]["captures_25"]
+        mine = mopa[name]["greedy"]["captures"]
         lines.append(
             f"| {name} | {writeup.get('captures', '')} "
             f"| {_cell(entry['test_as_writeup_reads'])} "
-            f"| {_cell(entry['greedy']['captures'])} / "
-            f"{_cell(entry['greedy']['captures_25'])} "
-            f"| {_cell(mopa[name]['greedy']['captures'])} "
-            f"| {entry['train']['wall_s']:.0f} | {mopa[name]['train']['wall_s']:.0f} |"
+            f"| {_cell(entry['greedy']['captures'])} | {_cell(research_25)} "
+            f"| {_cell(mine)} | {_inside(mine['mean'], research_25)} "
+            f"| {entry['train']['wall_s']:,.0f} "
+            f"/ {mopa[name]['train']['wall_s']:,.0f} |"
         )
+    return lines
+
+
+def tournament_table(tournament: dict) -> list[str]:
+    """The research's own Exp 3 cross-play: captures per episode (its script's
+    corrected reading, logged return / 40), mean +- std over seed pairs."""
+    names = tournament["policies"]
+    lines = [
+        "| predator \\ prey | " + " | ".join(names) + " |",
+        "|---|" + "---:|" * len(names),
+    ]
+    for i, row in enumerate(names):
+        cells = [
+            f"{tournament['captures_per_ep_mean'][i][j]:.2f} "
+            f"+- {tournament['captures_per_ep_std'][i][j]:.2f}"
+            for j in range(len(names))
+        ]
+        lines.append(f"| {row} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def ratio_lines(code: dict, mopa: dict) -> list[str]:
+    """Exp 4's MAPPO / IQL predator return ratio, each side read as the research
+    reads it: MAPPO's training return at the end of training over IQL's greedy
+    return (the research's logged returns carry the same factor 4 in both)."""
+    lines = []
+    if {"exp4_mappo_random", "exp4_iql_random"} <= set(code):
+        mappo = np.mean(
+            code["exp4_mappo_random"]["research_metrics"][
+                f"train_predator_return_last{RESEARCH_TAIL}"
+            ]
+        )
+        iql = np.mean(
+            code["exp4_iql_random"]["research_metrics"][
+                f"test_predator_return_last{RESEARCH_TAIL}"
+            ]
+        )
+        lines.append(
+            f"- research code: MAPPO {mappo:+.1f} / IQL {iql:+.1f} (logged, last "
+            f"{RESEARCH_TAIL} updates) = {mappo / iql:.2f}x; captures "
+            f"{mappo / 40:.2f} and {iql / 40:.2f}"
+        )
+    if {"exp4_mappo_random", "exp4_iql_random"} <= set(mopa):
+        mappo = mopa["exp4_mappo_random"]["summary"]["return/predator"]
+        iql = 10.0 * mopa["exp4_iql_random"]["greedy"]["captures"]["mean"]
+        lines.append(
+            f"- mopa: MAPPO {mappo['mean']:+.1f} (training, last 10% of updates) / "
+            f"IQL {iql:+.1f} (greedy) = {mappo['mean'] / iql:.2f}x"
+        )
+    return lines
+
+
+def command_table(args) -> str:
+    code_file = json.loads(args.research.read_text())
+    code = code_file["conditions"]
+    mopa = json.loads(args.mopa.read_text())["conditions"]
+    lines = captures_table(code, mopa)
+    if "exp3_tournament" in code_file:
+        lines += ["", *tournament_table(code_file["exp3_tournament"])]
+    ratio = ratio_lines(code, mopa)
+    if ratio:
+        lines += ["", *ratio]
     return "\n".join(lines)
 
 
