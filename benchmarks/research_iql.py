@@ -435,37 +435,45 @@ def command_mopa(args) -> dict:
 
 
 # -- the table -----------------------------------------------------------------------
-def _cell(summary: dict) -> str:
-    low, high = summary["ci95_seeds"]
+def _cell(summary: dict, key: str = "ci95_seeds") -> str:
+    low, high = summary[key]
     return f"{summary['mean']:.2f} [{low:.2f}, {high:.2f}]"
 
 
-def _inside(value: float, summary: dict) -> str:
-    low, high = summary["ci95_seeds"]
+def _inside(value: float, summary: dict, key: str) -> str:
+    low, high = summary[key]
     return "yes" if low <= value <= high else "no"
 
 
 def captures_table(code: dict, mopa: dict) -> list[str]:
-    """Each IQL condition: the writeup's captures, the research's code as the
-    writeup reads it, its captures, mopa's, and the training wall times."""
+    """Each IQL condition: the writeup's figure (its logged return / 10), the
+    research's code read the same way, the research's code's captures in the first
+    25 transitions of each greedy episode (mopa's episode length), mopa's, whether
+    mopa's mean is inside the research code's intervals, and the training wall
+    times. Intervals: 95% Student-t over the seeds' means, then 95% normal over
+    every episode."""
     lines = [
-        "| condition | writeup (return / 10) | research code, its test read as the "
-        "writeup reads it | research code, captures (26 transitions) | research "
-        "code, captures (first 25) | mopa, captures (25) | mopa inside the research "
-        "code's interval | train wall s, research code / mopa |",
-        "|---|---:|---:|---:|---:|---:|:---:|---:|",
+        "| condition | writeup (return / 10) | research code, greedy return / 10 "
+        "| research code, captures | mopa, captures | mopa inside (seeds / "
+        "episodes) | train wall s, research code / mopa |",
+        "|---|---:|---:|---:|---:|:---:|---:|",
     ]
     for name, entry in code.items():
         if "greedy" not in entry or name not in mopa:
             continue
         writeup = entry["writeup"] or {}
-        research_25 = entry["greedy"]["captures_25"]
+        read = entry["greedy"]["logged_return_over_10"]
+        research = entry["greedy"]["captures_25"]
         mine = mopa[name]["greedy"]["captures"]
+        figure = writeup.get("captures", "")
+        if "note" in writeup:
+            figure = f"{figure} (tournament)"
         lines.append(
-            f"| {name} | {writeup.get('captures', '')} "
-            f"| {_cell(entry['test_as_writeup_reads'])} "
-            f"| {_cell(entry['greedy']['captures'])} | {_cell(research_25)} "
-            f"| {_cell(mine)} | {_inside(mine['mean'], research_25)} "
+            f"| {name} | {figure} | {_cell(read)} "
+            f"| {_cell(research)}<br>{_cell(research, 'ci95_episodes')} "
+            f"| {_cell(mine)}<br>{_cell(mine, 'ci95_episodes')} "
+            f"| {_inside(mine['mean'], research, 'ci95_seeds')} / "
+            f"{_inside(mine['mean'], research, 'ci95_episodes')} "
             f"| {entry['train']['wall_s']:,.0f} "
             f"/ {mopa[name]['train']['wall_s']:,.0f} |"
         )
