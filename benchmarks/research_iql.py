@@ -89,6 +89,12 @@ WRITEUP = {
 }
 """What the research's writeup (seed 000) gives for each condition."""
 
+LOGGED_SCALE = 4
+"""JaxMARL's ``MPELogWrapper`` (the research's loggers) multiplies every agent's
+reward by the number of agents (4 in ``simple_tag``) before it sums a logged
+return: a capture pays each predator 10 and logs 40, so the writeup's return / 10
+is 4x the captures."""
+
 RESEARCH_TAIL = 20
 """Updates at the end of training the research's Exp 4 table averages."""
 
@@ -453,10 +459,10 @@ def captures_table(code: dict, mopa: dict) -> list[str]:
     times. Intervals: 95% Student-t over the seeds' means, then 95% normal over
     every episode."""
     lines = [
-        "| condition | writeup (return / 10) | research code, greedy return / 10 "
-        "| research code, captures | mopa, captures | mopa inside (seeds / "
-        "episodes) | train wall s, research code / mopa |",
-        "|---|---:|---:|---:|---:|:---:|---:|",
+        "| condition | writeup (return / 10) | writeup / 4 | research code, greedy "
+        "return / 10 | research code, captures | mopa, captures | mopa inside "
+        "(seeds / episodes) | train wall s (CPU s), research code / mopa |",
+        "|---|---:|---:|---:|---:|---:|:---:|---:|",
     ]
     for name, entry in code.items():
         if "greedy" not in entry or name not in mopa:
@@ -465,17 +471,20 @@ def captures_table(code: dict, mopa: dict) -> list[str]:
         read = entry["greedy"]["logged_return_over_10"]
         research = entry["greedy"]["captures_25"]
         mine = mopa[name]["greedy"]["captures"]
-        figure = writeup.get("captures", "")
+        figure = writeup.get("captures")
+        quarter = "" if figure is None else f"{figure / LOGGED_SCALE:.2f}"
+        figure = "" if figure is None else f"{figure}"
         if "note" in writeup:
             figure = f"{figure} (tournament)"
+        train, theirs = entry["train"], mopa[name]["train"]
         lines.append(
-            f"| {name} | {figure} | {_cell(read)} "
+            f"| {name} | {figure} | {quarter} | {_cell(read)} "
             f"| {_cell(research)}<br>{_cell(research, 'ci95_episodes')} "
             f"| {_cell(mine)}<br>{_cell(mine, 'ci95_episodes')} "
             f"| {_inside(mine['mean'], research, 'ci95_seeds')} / "
             f"{_inside(mine['mean'], research, 'ci95_episodes')} "
-            f"| {entry['train']['wall_s']:,.0f} "
-            f"/ {mopa[name]['train']['wall_s']:,.0f} |"
+            f"| {train['wall_s']:,.0f} ({train['cpu_s']:,.0f}) "
+            f"/ {theirs['wall_s']:,.0f} ({theirs['cpu_s']:,.0f}) |"
         )
     return lines
 
@@ -502,7 +511,14 @@ def ratio_lines(code: dict, mopa: dict) -> list[str]:
     """Exp 4's MAPPO / IQL predator return ratio, each side read as the research
     reads it: MAPPO's training return at the end of training over IQL's greedy
     return (the research's logged returns carry the same factor 4 in both)."""
-    lines = []
+    writeup_mappo = WRITEUP["exp4_mappo_random"]["predator_return"]
+    writeup_iql = WRITEUP["exp4_iql_random"]["predator_return"]
+    lines = [
+        f"- writeup: MAPPO {writeup_mappo:+.1f} / IQL {writeup_iql:+.1f} = "
+        f"{writeup_mappo / writeup_iql:.2f}x; captures "
+        f"{writeup_mappo / (10 * LOGGED_SCALE):.2f} and "
+        f"{writeup_iql / (10 * LOGGED_SCALE):.2f}"
+    ]
     if {"exp4_mappo_random", "exp4_iql_random"} <= set(code):
         mappo = np.mean(
             code["exp4_mappo_random"]["research_metrics"][
@@ -522,9 +538,12 @@ def ratio_lines(code: dict, mopa: dict) -> list[str]:
     if {"exp4_mappo_random", "exp4_iql_random"} <= set(mopa):
         mappo = mopa["exp4_mappo_random"]["summary"]["return/predator"]
         iql = 10.0 * mopa["exp4_iql_random"]["greedy"]["captures"]["mean"]
+        iql_train = mopa["exp4_iql_random"]["summary"]["return/predator"]["mean"]
         lines.append(
             f"- mopa: MAPPO {mappo['mean']:+.1f} (training, last 10% of updates) / "
-            f"IQL {iql:+.1f} (greedy) = {mappo['mean'] / iql:.2f}x"
+            f"IQL {iql:+.1f} (greedy) = {mappo['mean'] / iql:.2f}x "
+            f"({mappo['mean'] / iql_train:.2f}x against IQL's training return, "
+            f"{iql_train:+.1f}); captures {mappo['mean'] / 10:.2f} and {iql / 10:.2f}"
         )
     return lines
 
