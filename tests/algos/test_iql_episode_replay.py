@@ -6,6 +6,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from mopa.algos import IQLConfig, run_training
@@ -20,7 +21,7 @@ from mopa.algos.iql.train import (
 from mopa.envs import make
 from mopa.errors import InvalidParameterError
 from mopa.eval import evaluate
-from mopa.policy import PolicySpec, init_params
+from mopa.policy import PolicySpec, agent_inputs, init_params
 
 TINY_EPISODES = dict(
     env="tag",
@@ -79,16 +80,21 @@ def test_each_update_stores_one_whole_episode_per_game(rnn):
     assert np.isfinite(float(metrics["td_loss/predator"]))
 
 
-def test_double_q_equals_max_when_online_is_target_and_differs_otherwise():
-    """With identical online and target nets, the online net's greedy action is the
-    target's argmax, so double-Q's target is the max; with different nets it is
-    not (in general)."""
+def oa_iql_batch():
+    """``(config, specs, batch)``: OA-IQL on ``tag`` and 4 episodes it stored."""
     config = IQLConfig(**TINY_EPISODES, algo="oa_iql")
     run = setup_run(config)
     specs = team_specs(config, run.infos)
     trainer = make_trainer(config)
     carry, _ = jax.jit(trainer.update)(trainer.init(jax.random.key(1)))
-    batch = jax.tree.map(lambda x: x[:4], carry.buffer.data)
+    return config, specs, jax.tree.map(lambda x: x[:4], carry.buffer.data)
+
+
+def test_double_q_equals_max_when_online_is_target_and_differs_otherwise():
+    """With identical online and target nets, the online net's greedy action is the
+    target's argmax, so double-Q's target is the max; with different nets it is
+    not (in general)."""
+    config, specs, batch = oa_iql_batch()
     params = init_params(specs[0], jax.random.key(2))
     other = init_params(specs[0], jax.random.key(3))
     losses = {}
@@ -98,6 +104,30 @@ def test_double_q_equals_max_when_online_is_target_and_differs_otherwise():
         losses[double, "other"] = float(loss_fn(params, other, batch)[0])
     assert losses[True, "same"] == pytest.approx(losses[False, "same"], rel=1e-6)
     assert abs(losses[True, "other"] - losses[False, "other"]) > 1e-4
+
+
+def test_opponent_loss_over_the_episode_or_every_stored_step():
+    """The opponent head's cross-entropy averages the episode's 25 steps, or with
+    ``opp_loss_all_steps`` all 26 stored ones (the research's); the TD loss keeps
+    to the episode either way."""
+    config, specs, batch = oa_iql_batch()
+    params = init_params(specs[1], jax.random.key(2))  # the prey's head
+    _, opp = specs[1].module().apply(params, agent_inputs(specs[1], batch.obs["1"]))
+    labels = jnp.broadcast_to(batch.actions[0][..., None, :], opp.shape[:-1])
+    ce = optax.softmax_cross_entropy_with_integer_labels(opp, labels)  # [B,T,A,O]
+    by_step = np.asarray(ce.mean((2, 3)))  # [B, T]
+    stats = {
+        every: make_loss_fn(config.replace(opp_loss_all_steps=every), specs[1], 1, 2)(
+            params, params, batch
+        )[1]
+        for every in (False, True)
+    }
+    assert float(stats[False]["opp_ce"]) == pytest.approx(
+        by_step[:, :25].mean(), rel=1e-5
+    )
+    assert float(stats[True]["opp_ce"]) == pytest.approx(by_step.mean(), rel=1e-5)
+    assert abs(by_step[:, :25].mean() - by_step.mean()) > 1e-4
+    assert float(stats[True]["td_loss"]) == float(stats[False]["td_loss"])
 
 
 def test_radam_and_episode_replay_change_the_run():

@@ -43,6 +43,10 @@ IQL_TABLE = {
     "total_steps": 2_000_000,
     "num_seeds": 3,
     "opp_coef": 0.5,
+    # The opponent head's cross-entropy over all 26 stored steps of an episode
+    # (src/iql_teams_oa_mlp.py: the mean over every step, where its TD loss drops
+    # the last); benchmarks/research_components.py takes the same update.
+    "opp_loss_all_steps": True,
 }
 IQL_RNN_TABLE = {**IQL_TABLE, "rnn": True, "hidden": (64, 64)}  # Exp 2: GRU, h 64
 

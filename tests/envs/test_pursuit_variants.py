@@ -76,6 +76,29 @@ def test_static_bonus_zero_for_stationary_prey():
     assert float(info["prey_shaping"][0]) == 0.0
 
 
+def test_static_bonus_zero_for_stationary_prey_anywhere_in_the_annulus():
+    # At rest, the prey does not move on its next step whatever it does (positions
+    # advance by the old velocity), so it turns by no angle: the bonus is 0. Its
+    # sign must not come from rounding (the cross product of two equal vectors,
+    # computed with fused multiply-adds, is a rounding error, not zero).
+    env, params = make("tag_static", shape_dir=1.0)
+    keys = jax.random.split(jax.random.key(0), 3)
+    radius = jax.random.uniform(keys[0], (512,), minval=0.3, maxval=0.55)
+    angle = jax.random.uniform(keys[1], (512,), maxval=2 * jnp.pi)
+    prey = jnp.asarray([0.5, 0.5]) + radius[:, None] * jnp.stack(
+        [jnp.cos(angle), jnp.sin(angle)], -1
+    )
+    actions = jax.random.randint(keys[2], (512, 4), 0, 5)
+    state = with_bodies(env, params)
+    states = jax.vmap(lambda p: state.replace(pos=state.pos.at[-1].set(p)))(prey)
+
+    def shaping(state, action):
+        info = env.step(jax.random.key(0), state, (action[:3], action[3:]), params)[5]
+        return info["prey_shaping"][0]
+
+    np.testing.assert_array_equal(jax.jit(jax.vmap(shaping))(states, actions), 0.0)
+
+
 def test_static_predator_rewards_untouched():
     env_static, params_static = make("tag_static", shape_dir=1.0)
     env_tag, params_tag = make("tag", fixed_obstacles=True)

@@ -79,6 +79,7 @@ RESEARCH_IQL = {
     "rnn": False,
     "agent_id": True,
     "opp_coef": 0.5,
+    "opp_loss_all_steps": True,
     "total_steps": 2_000_000,
     "num_seeds": 3,
 }
@@ -86,8 +87,8 @@ RESEARCH_IQL = {
 update, a replay of 5,000 whole episodes, one gradient step per update on 32
 episodes (about 3.8x data reuse), RAdam at 0.005 decayed linearly, clip 25,
 double-Q with gamma 0.9 and a target copied every 200 updates, epsilon 1 -> 0.05
-over the first 10%, learning after 10,000 steps, 2M steps x 3 seeds (9,615
-updates)."""
+over the first 10%, learning after 10,000 steps, the opponent head fitted on all
+26 stored steps, 2M steps x 3 seeds (9,615 updates)."""
 
 RESEARCH_IQL_RNN = {**RESEARCH_IQL, "rnn": True, "hidden": (64, 64)}
 """The research's recurrent IQL of Exp 2: ``Dense(64) -> GRU(64)``, the rest as

@@ -475,7 +475,12 @@ class PursuitEnv(Env):
         v_new = prey_after[:, None, :] - obstacle_pos[None]
         to_obstacles = jnp.sum(v_prev * v_prev, -1)
         nearest = jax.nn.one_hot(jnp.argmin(to_obstacles, axis=1), self.num_obstacles)
-        cross = v_prev[..., 0] * v_new[..., 1] - v_prev[..., 1] * v_new[..., 0]
+        # v_prev x v_new = v_prev x (v_new - v_prev): the same number, but exactly
+        # 0 for a prey that did not move. Written as v_prev x v_new, a fused
+        # multiply-add leaves a rounding error of either sign, and sign() pays it
+        # a full bonus (every episode's first step, taken at rest).
+        moved = (prey_after - prey_before)[:, None, :]
+        cross = v_prev[..., 0] * moved[..., 1] - v_prev[..., 1] * moved[..., 0]
         radius = jnp.sqrt(jnp.sum(v_new * v_new, -1))
         in_annulus = (radius >= params.shape_r_in) & (radius <= params.shape_r_out)
         bonus = jnp.sign(cross) * in_annulus

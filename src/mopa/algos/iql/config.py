@@ -76,6 +76,13 @@ class IQLConfig(TrainConfig):
     """Append each agent's one-hot index in its team to its observation."""
     opp_coef: float = 0.5
     """Weight of the opponent-action cross-entropy (``oa_iql``)."""
+    opp_loss_all_steps: bool = False
+    """With ``replay="episodes"``, fit the opponent head on every stored step of an
+    item, the step after the episode's end included, instead of the episode's steps
+    only (the TD loss always keeps to the episode). The research's choice: its
+    JaxMARL episodes run 26 transitions, of which its TD loss learns 25 and its
+    opponent head all 26; mopa's episodes run 25, so its 26th stored step is the
+    next episode's first. Segment replay learns from every step either way."""
 
     def __post_init__(self):
         super().__post_init__()

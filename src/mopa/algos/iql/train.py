@@ -14,11 +14,12 @@ Episode replay (``replay="episodes"``, the research's recipe): every update rese
 its ``num_envs`` games and plays ``num_steps`` steps, at least one whole episode,
 so each game's steps are stored as one item that starts at a reset. Steps after
 the game's first episode has ended (the start of the next one) are masked out of
-the losses; the rest are learnt from along the whole episode, the GRU unrolled
-from a zero state. ``double_q`` swaps the target's max for the target network's
-value of the online network's greedy action (van Hasselt et al. 2016, "Deep
-Reinforcement Learning with Double Q-learning"), and ``optimiser="radam"`` uses
-rectified Adam (Liu et al. 2020).
+the losses (from the opponent head's too unless ``opp_loss_all_steps``); the
+rest are learnt from along the whole episode, the GRU unrolled from a zero state.
+``double_q`` swaps the target's max for the target network's value of the online
+network's greedy action (van Hasselt et al. 2016, "Deep Reinforcement Learning
+with Double Q-learning"), and ``optimiser="radam"`` uses rectified Adam (Liu et
+al. 2020).
 """
 
 from __future__ import annotations
@@ -168,16 +169,34 @@ def make_loss_fn(config: IQLConfig, spec: PolicySpec, team: int, num_teams: int)
                 [batch.actions[u] for u in range(num_teams) if u != team], -1
             )  # [B, T, O]
             labels = jnp.broadcast_to(labels[..., None, :], opp.shape[:-1])
+            opp_mask = None if config.opp_loss_all_steps else mask
             ce = masked_mean(
-                optax.softmax_cross_entropy_with_integer_labels(opp, labels), mask
+                optax.softmax_cross_entropy_with_integer_labels(opp, labels), opp_mask
             )
             stats["opp_ce"] = ce
-            stats["opp_acc"] = masked_mean(jnp.argmax(opp, -1) == labels, mask)
+            stats["opp_acc"] = masked_mean(jnp.argmax(opp, -1) == labels, opp_mask)
             loss = loss + config.opp_coef * ce
         stats["loss"] = loss
         return loss, stats
 
     return loss_fn
+
+
+def make_optimiser(config: IQLConfig) -> optax.GradientTransformation:
+    """Every team's optimiser: the global-norm clip, then Adam or RAdam at ``lr``
+    (decayed linearly towards 0 over the run's gradient steps with
+    ``anneal_lr``)."""
+    lr = (
+        optax.linear_schedule(
+            config.lr, 0.0, max(1, config.num_updates * config.num_epochs)
+        )
+        if config.anneal_lr
+        else config.lr
+    )
+    return optax.chain(
+        optax.clip_by_global_norm(config.max_grad_norm),
+        optax.radam(lr) if config.optimiser == "radam" else optax.adam(lr),
+    )
 
 
 def make_trainer(config: IQLConfig, game: tuple[Any, Any] | None = None) -> Trainer:
@@ -195,17 +214,7 @@ def make_trainer(config: IQLConfig, game: tuple[Any, Any] | None = None) -> Trai
     frozen_fns = run.frozen_fns
     hidden_sizes = run.hidden_sizes(specs)
     modules = {t: spec.module() for t, spec in specs.items()}
-    lr = (
-        optax.linear_schedule(
-            config.lr, 0.0, max(1, config.num_updates * config.num_epochs)
-        )
-        if config.anneal_lr
-        else config.lr
-    )
-    optimiser = optax.chain(
-        optax.clip_by_global_norm(config.max_grad_norm),
-        optax.radam(lr) if config.optimiser == "radam" else optax.adam(lr),
-    )
+    optimiser = make_optimiser(config)
     epsilon = optax.linear_schedule(
         config.eps_start,
         config.eps_finish,
@@ -379,4 +388,11 @@ def make_train(config: IQLConfig, game: tuple[Any, Any] | None = None):
     return scan_train(make_trainer(config, game))
 
 
-__all__ = ["IQLConfig", "TrainOutput", "make_train", "make_trainer"]
+__all__ = [
+    "IQLConfig",
+    "TrainOutput",
+    "make_loss_fn",
+    "make_optimiser",
+    "make_train",
+    "make_trainer",
+]
