@@ -4,16 +4,13 @@ computation a training run is made of, to compare between processors.
 Each probe computes one kind of operation on fixed random inputs and prints the
 SHA-256 of its result's bytes (first 16 hex digits). Run it on two processors (or
 under an emulated one: ``qemu-x86_64 -cpu Haswell-v4 python ...``, whose CPUID
-reports that processor's instruction set and caches to XLA, Eigen, NumPy and
-OpenBLAS) and compare the digests probe by probe:
+reports that processor's instruction set and caches to XLA, the libraries compiled
+into jaxlib, NumPy and OpenBLAS) and compare the digests probe by probe:
 
-- ``canonical_*``: a dense layer's forward product ``[M, K] x [K, N]`` (XLA hands
-  it to YNNPACK);
-- ``transposed_*``: ``a.T @ b``, the shape of every weight gradient (XLA hands it
-  to Eigen), with contractions of 256 terms and, ``long_*``, longer ones (split
-  at 256 terms in portable mode: :func:`mopa.core.numerics.install_bounded_dots`);
-- ``batched_matvec``: a vmapped value head's gradient (Eigen, one product per
-  batch member);
+- ``canonical_*``: a dense layer's forward product ``[M, K] x [K, N]``;
+- ``transposed_*``: ``a.T @ b``, the shape of every weight gradient, with
+  contractions of 256 terms and, ``long_*``, longer ones;
+- ``batched_matvec``: a vmapped value head's gradient;
 - ``mlp_grad_*``: both gradients of a small network with tanh, exp, log-softmax;
 - ``elementwise``: tanh, exp, log1p and a softmax on their own (XLA's loops);
 - ``numpy_*``: NumPy's float64 ``log``/``exp`` and a linear solve (OpenBLAS).

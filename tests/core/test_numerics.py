@@ -38,7 +38,7 @@ def _python(code: str, **env: str) -> str:
     return done.stdout
 
 
-def test_portable_mode_bounds_every_long_dot_and_sums_the_parts_in_order():
+def test_portable_mode_makes_every_dot_canonical_products_of_bounded_length():
     printed = _python(
         """
         from mopa.core import numerics
@@ -49,32 +49,47 @@ def test_portable_mode_bounds_every_long_dot_and_sums_the_parts_in_order():
         a = jax.random.normal(jax.random.key(0), (1000, 64))
         b = jax.random.normal(jax.random.key(1), (1000, 48))
         product = jax.jit(lambda a, b: a.T @ b)
-        print(product.lower(a, b).as_text().count("stablehlo.dot_general"))
-        parts = [a[s : s + 256].T @ b[s : s + 256] for s in range(0, 1000, 256)]
-        total = ((parts[0] + parts[1]) + parts[2]) + parts[3]
+        text = product.lower(a, b).as_text()
+        print(text.count("stablehlo.dot_general"))
+        print(text.count("stablehlo.optimization_barrier"))
+        # The same numbers as canonical products of 128 terms summed in order.
+        at = np.ascontiguousarray(np.asarray(a).T)
+        parts = [
+            jnp.asarray(at[:, s : s + 128]) @ b[s : s + 128]
+            for s in range(0, 1000, 128)
+        ]
+        total = parts[0]
+        for part in parts[1:]:
+            total = total + part
         print(bool((product(a, b) == total).all()))
         exact = np.asarray(a, np.float64).T @ np.asarray(b, np.float64)
         print(float(np.abs(np.asarray(product(a, b)) - exact).max()))
-        # Two contracted axes (8 x 100 terms): slices of the longer one, 32 rows
-        # of 8 at a time; a short dot and an integer dot are left as they were.
-        c = jax.random.normal(jax.random.key(2), (8, 100, 5))
-        d = jax.random.normal(jax.random.key(3), (8, 100, 7))
-        two = jax.jit(lambda c, d: jnp.einsum("ikn,ikm->nm", c, d))
+        # Two contracted axes and a batch axis: 8 x 100 terms in slices of 128.
+        c = jax.random.normal(jax.random.key(2), (3, 8, 100, 5))
+        d = jax.random.normal(jax.random.key(3), (3, 8, 100, 7))
+        two = jax.jit(lambda c, d: jnp.einsum("bikn,bikm->bnm", c, d))
         print(two.lower(c, d).as_text().count("stablehlo.dot_general"))
-        short = jax.jit(lambda x: x @ x.T).lower(jnp.ones((4, 256)))
-        print(short.as_text().count("stablehlo.dot_general"))
+        exact = np.einsum("bikn,bikm->bnm", np.float64(c), np.float64(d))
+        print(float(np.abs(np.asarray(two(c, d)) - exact).max()))
+        # A canonical short dot and an integer dot are left as they were.
+        x, y = jnp.ones((4, 128)), jnp.ones((128, 3))
+        short = jax.jit(lambda x, y: x @ y).lower(x, y)
+        print(short.as_text().count("stablehlo.optimization_barrier"))
         ints = jax.jit(lambda x: x.T @ x).lower(jnp.ones((600, 3), jnp.int32))
         print(ints.as_text().count("stablehlo.dot_general"))
         print(numerics.numerics_mode())
         """
     )
-    mode, dots, same, error, two, short, ints, after = printed.split()
+    mode, dots, barriers, same, error, two, two_error, short, ints, after = (
+        printed.split()
+    )
     assert mode == "portable" and after == "portable"
-    assert int(dots) == 4  # ceil(1000 / 256) slices of at most 256 terms
-    assert same == "True"  # the same numbers as the parts summed in order
+    assert int(dots) == 8 and int(barriers) == 1  # ceil(1000 / 128) products
+    assert same == "True"  # the canonical products summed in order
     assert float(error) < 1e-3  # and the product it is (float32 rounding)
-    assert int(two) == 4  # 100 rows of 8 terms: 32 rows (256 terms) at a time
-    assert int(short) == 1 and int(ints) == 1
+    assert int(two) == 7  # ceil(800 / 128)
+    assert float(two_error) < 1e-3
+    assert int(short) == 0 and int(ints) == 1
 
 
 def test_portable_mode_sets_xla_numpy_and_openblas_and_keeps_other_flags():
@@ -137,10 +152,24 @@ def test_the_command_records_portable_mode_in_meta_json(tmp_path):
         "mode": "portable",
         "xla_flags": list(numerics.PORTABLE_XLA_FLAGS),
         "environment": numerics.PORTABLE_ENVIRONMENT,
-        "max_contraction": numerics.MAX_CONTRACTION,
+        "dots": numerics.PORTABLE_DOTS,
     }
     assert isinstance(meta["machine"]["cpu"]["l1d_kib"], int)
 
 
 def test_a_native_process_records_native_numerics():
     assert run_metadata({})["numerics"] == {"mode": "native"}
+
+
+def test_the_processor_is_described_as_this_process_sees_it():
+    # Under an emulated processor (qemu-x86_64 -cpu Haswell-v4) /proc/cpuinfo
+    # describes the host; the extensions a program can use are what CPUID
+    # reports, as NumPy read them.
+    from numpy._core._multiarray_umath import __cpu_features__
+
+    from mopa.core.runinfo import cpu_description
+
+    cpu = cpu_description()
+    assert ("avx2" in cpu["isa"]) == bool(__cpu_features__["AVX2"])
+    assert ("avx512f" in cpu["isa"]) == bool(__cpu_features__["AVX512F"])
+    assert "listed_isa" not in cpu or cpu["listed_isa"] != cpu["isa"]

@@ -99,6 +99,12 @@ def test_a_verify_record_is_shown_and_its_absence_says_not_verified(copy):
             "**passed**, 606 of 606 figures at `abcdef0` (AMD EPYC, AVX-512), "
             "2030-01-02" in text
         )
+        # A record of figures the folder no longer holds (written at another
+        # commit) is not shown as the folder's verification.
+        record["written_at"] = "0000000"
+        (copy / "results" / "lemol" / "verify.json").write_text(json.dumps(record))
+        text = site.render_all(copy)[page]
+        assert "`mopa verify results/lemol`: not verified." in text
     finally:
         committed.unlink()
         if kept is not None:
@@ -190,6 +196,11 @@ def test_processor_and_commit_are_named_as_meta_json_records_them():
     assert docs.processor_text(xeon) == "Intel Xeon Processor, AVX-512, AMX"
     assert (
         docs.processor_text({"model": "AMD EPYC", "isa": ["avx2"]}) == "AMD EPYC, AVX2"
+    )
+    emulated = {"model": "AMD EPYC", "isa": ["avx2"], "listed_isa": ["avx2", "avx512f"]}
+    assert (
+        docs.processor_text(emulated)
+        == "AMD EPYC, AVX2, emulated or masked (the host with AVX-512)"
     )
     assert docs.processor_text(None) == "not recorded"
     assert (

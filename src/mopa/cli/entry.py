@@ -36,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if mode in numerics.MODES:  # anything else: the parser refuses it, in one line
         numerics.prepare_environment(mode)
         if mode == "portable":
-            numerics.install_bounded_dots()
+            numerics.install_portable_dots()
     from mopa.cli.main import main as run_command
 
     return run_command(argv)

@@ -60,8 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--numerics",
         choices=MODES,
         help="portable (the default): XLA, NumPy and OpenBLAS compute the same "
-        "digits on every x86-64 processor (Eigen's products excepted: "
-        "mopa.core.numerics); native: the fastest code for this processor. Chosen "
+        "digits on every x86-64 processor, every dot in XLA's own loops "
+        "(mopa.core.numerics); native: the fastest code for this processor. Chosen "
         "when mopa starts; also MOPA_NUMERICS",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

@@ -1,31 +1,32 @@
-"""Portable numerics: as much of a run as can be made to give the same digits on
-every x86-64 processor, and a record of which mode a run computed in.
+"""Portable numerics: a run that gives the same digits on every x86-64 processor,
+and a record of which mode a run computed in.
 
 JAX on the CPU is deterministic for one program, processor and set of flags, but
 the same program computes other last bits on another processor, and a training run
 carries a last bit into other weights, so other figures. Four things pick their code
-by the processor they run on; portable mode fixes what can be fixed from outside
-them, and one part remains (see *What is not covered* below):
+by the processor they run on, and portable mode fixes each:
 
 1. **XLA's compiled loops** use the host's widest vector instructions and, by
    default, approximations of ``exp``, ``tanh`` and the like chosen for the host.
    Portable mode caps code generation at AVX2 (``--xla_cpu_max_isa=AVX2``), which
    every x86-64 processor of the last decade has, and turns the platform-dependent
-   approximations off (``--xla_cpu_enable_platform_dependent_math=false``, which
-   also puts YNNPACK, XLA's library for dots, into its consistent-arithmetic mode).
-2. **Matrix products.** XLA hands a dot whose operands are laid out as ``[M, K] x
-   [K, N]`` to YNNPACK and any other (a transposed operand: every weight gradient
-   is one) to Eigen. Eigen splits a contraction longer than ``kc`` terms into
-   panels summed one after another, and sets ``kc`` from the L1 data cache size it
-   reads from the processor: 288 terms with 32 KiB (AMD Zen 2 to 4), 432 with
-   48 KiB (Intel Sapphire Rapids, AMD Zen 5), so a sum of 300 terms rounds
-   differently on the two. Portable mode lowers every floating-point dot so that
-   it contracts at most :data:`MAX_CONTRACTION` terms at a time: a longer one is
-   the sum, in order, of the dots over consecutive slices of the contracted axis
-   (:func:`install_bounded_dots`). XNNPACK, which picks its kernels by instruction
-   set, is off (``--xla_cpu_use_xnnpack=false``), and Eigen runs on one thread
-   (``--xla_cpu_multi_thread_eigen=false``: its thread pool splits a contraction
-   by the number of cores).
+   approximations off (``--xla_cpu_enable_platform_dependent_math=false``).
+2. **Matrix products.** XLA hands its dots to libraries compiled into jaxlib,
+   which choose kernels, block sizes and the order of each sum from the
+   instruction set and caches they detect at run time, beyond the reach of the
+   instruction-set cap. Measured with ``benchmarks/numerics_probe.py`` on an AMD
+   EPYC with AVX-512 against an emulated Haswell and an emulated EPYC Milan (AVX2
+   only): a product with a transposed operand (every weight gradient is one)
+   differs in its last bits for some shapes, and so does a product in canonical
+   layout ``[M, K] x [K, N]`` that sums 256 terms; canonical products of at most
+   128 terms match. Portable mode therefore lowers every floating-point dot as
+   canonical products (:func:`install_portable_dots`): its operands transposed to
+   ``[batch, M, K]`` and ``[batch, K, N]`` behind an optimisation barrier, which
+   keeps XLA's simplifier from folding the transposes back into the dot, and the
+   contraction split into slices of at most :data:`MAX_CONTRACTION` terms summed
+   in order. XNNPACK is off (``--xla_cpu_use_xnnpack=false``) and Eigen on one
+   thread (``--xla_cpu_multi_thread_eigen=false``: its thread pool splits work by
+   the number of cores).
 3. **NumPy** dispatches its loops (``log``, ``exp``, reductions) by instruction set
    when it is imported: its AVX-512 targets are turned off
    (``NPY_DISABLE_CPU_FEATURES``), so every processor runs the AVX2 loops.
@@ -34,28 +35,21 @@ them, and one part remains (see *What is not covered* below):
    on one thread, as OpenMP code (scikit-learn's k-means) is: how they split work
    depends on the number of cores.
 
-What is not covered: **Eigen's products.** The dots XLA hands to Eigen (a
-transposed operand, as in every weight gradient; a matrix-vector product batched
-over seeds; very small dots) run kernels compiled into jaxlib, not code XLA
-generates, so the instruction-set cap does not reach them, and Eigen sizes its
-blocks and chooses its kernel paths from the caches and instruction set it detects
-at run time. ``benchmarks/numerics_probe.py`` shows the effect: on an AMD EPYC
-with AVX-512 and 48 KiB of L1 against an emulated Haswell (32 KiB), some ``a.T @
-b`` products of 256 terms differ in their last bits while others, every
-``[M, K] x [K, N]`` product, every elementwise loop and NumPy's functions match.
-XLA offers no flag that routes those dots elsewhere, and rewriting a transposed
-operand into a canonical one from JAX does not survive XLA's simplifier, which
-folds the transpose back into the dot. So an evaluation or a belief of given
-weights repeats across processors where its products are canonical, while a
-training run repeats only among processors whose Eigen makes the same choices
-(RESULTS.md's table of the reference run records which did).
+What this is measured on: ``benchmarks/numerics_probe.py`` (a digest per kind of
+operation) and the reference run (``mopa experiment reference``: a training run,
+an evaluation and a belief, each with a digest), on the processors RESULTS.md's
+table of the reference run lists, real and emulated (``qemu-x86_64 -cpu MODEL``
+reports that processor's instruction set and caches to XLA, jaxlib's libraries,
+NumPy and OpenBLAS). Not measured: processors other than x86-64, and a different
+number of devices (the ``mopa`` command splits the CPU into devices by core
+count, and a program split over other devices is another program).
 
 The ``mopa`` command runs in portable mode unless told ``--numerics native`` (or
 ``MOPA_NUMERICS=native``): it sets all of this up before NumPy or JAX is imported
 (:mod:`mopa.cli.entry`), and every ``meta.json`` names the mode
 (:func:`numerics_record`). A library user calls :func:`use_portable_numerics`
 first thing, before importing NumPy or JAX. What portable mode costs in speed is
-measured in BENCHMARKS.md; what it does not cover is said there and in RESULTS.md.
+measured in BENCHMARKS.md.
 
 This module imports neither NumPy nor JAX at import time, so the command line can
 set the environment before either is loaded.
@@ -70,15 +64,19 @@ from typing import Any
 
 MODES = ("portable", "native")
 """``portable``: XLA's, NumPy's and OpenBLAS's choices fixed to what every
-x86-64 processor computes alike (Eigen's products excepted: see the module's
-docstring); ``native``: XLA's,
-NumPy's and OpenBLAS's own choices for the processor at hand (faster, and what
-every folder written before portable mode existed used)."""
+x86-64 processor computes alike, and every dot computed as canonical products of
+at most 128 terms (the module's docstring); ``native``: XLA's, NumPy's and
+OpenBLAS's own choices for the processor at hand (faster, and what every folder
+written before portable mode existed used)."""
 
-MAX_CONTRACTION = 256
-"""The most terms one dot sums in portable mode: below both processors' Eigen
-panel (288 terms at 32 KiB of L1, 432 at 48 KiB), a power of two so the common
-hidden sizes (64, 128, 256) contract whole."""
+MAX_CONTRACTION = 128
+"""The most terms one product sums in portable mode: jaxlib's product kernels
+give the same digits on processors with and without AVX-512 up to here, and not
+for some shapes at 256 (BENCHMARKS.md, *Portable numerics*)."""
+
+PORTABLE_DOTS = "canonical-128"
+"""How portable mode computes a dot (:func:`install_portable_dots`), recorded in
+``meta.json``: a record of another method computed other digits."""
 
 PORTABLE_XLA_FLAGS = (
     "--xla_cpu_max_isa=AVX2",
@@ -101,7 +99,7 @@ are loaded (NumPy 2's dispatch targets above AVX2 are ``X86_V4``,
 ENVIRONMENT_VARIABLE = "MOPA_NUMERICS"
 """Chooses the ``mopa`` command's mode when ``--numerics`` does not."""
 
-_bounded_dots = False
+_portable_dots = False
 
 
 def check_mode(mode: str) -> str:
@@ -133,8 +131,8 @@ def prepare_environment(mode: str) -> None:
 
 def use_portable_numerics() -> str:
     """Put this process in portable mode, as far as it still can be: the
-    environment (:func:`prepare_environment`) and the bounded dots
-    (:func:`install_bounded_dots`). Call it before NumPy or JAX is imported
+    environment (:func:`prepare_environment`) and the canonical dots
+    (:func:`install_portable_dots`). Call it before NumPy or JAX is imported
     (NumPy reads its dispatch settings on import, XLA its flags when JAX first
     computes).
 
@@ -143,45 +141,72 @@ def use_portable_numerics() -> str:
         already loaded or JAX had already started.
     """
     prepare_environment("portable")
-    install_bounded_dots()
+    install_portable_dots()
     return numerics_mode()
 
 
-def _bounded_dot(lhs, rhs, *, dimension_numbers, **params):
-    """``lax.dot_general`` of ``lhs`` and ``rhs`` as the ordered sum of dots over
-    consecutive slices of the longest contracted axis, each contracting at most
-    :data:`MAX_CONTRACTION` terms in all."""
+def _canonical(dimension_numbers, lhs_ndim: int, rhs_ndim: int) -> bool:
+    """Whether a dot is already ``[M, K] x [K, N]`` or ``[B, M, K] x [B, K, N]``."""
+    two = (((1,), (0,)), ((), ()))
+    three = (((2,), (1,)), ((0,), (0,)))
+    dims = tuple(tuple(tuple(axes) for axes in pair) for pair in dimension_numbers)
+    return (dims == two and lhs_ndim == rhs_ndim == 2) or (
+        dims == three and lhs_ndim == rhs_ndim == 3
+    )
+
+
+def _portable_dot(lhs, rhs, *, dimension_numbers, **params):
+    """``lax.dot_general(lhs, rhs, dimension_numbers)`` as canonical products: the
+    operands transposed and reshaped to ``[batch, M, K]`` and ``[batch, K, N]``
+    behind an optimisation barrier (so that XLA cannot fold the transposes back
+    into the dot), then the ordered sum of the dots over consecutive slices of at
+    most :data:`MAX_CONTRACTION` terms of ``K``."""
     from jax import lax
     from jax.extend.core.primitives import dot_general_p
 
-    (lhs_axes, rhs_axes), _ = dimension_numbers
-    sizes = [lhs.shape[axis] for axis in lhs_axes]
-    longest = max(range(len(sizes)), key=sizes.__getitem__)
-    others = math.prod(sizes) // sizes[longest]
-    step = max(1, MAX_CONTRACTION // others)
+    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
+    lhs_free = [i for i in range(lhs.ndim) if i not in (*lhs_contract, *lhs_batch)]
+    rhs_free = [i for i in range(rhs.ndim) if i not in (*rhs_contract, *rhs_batch)]
+    batch = [lhs.shape[i] for i in lhs_batch]
+    out_shape = (
+        *batch,
+        *(lhs.shape[i] for i in lhs_free),
+        *(rhs.shape[i] for i in rhs_free),
+    )
+    b, m = math.prod(batch), math.prod(lhs.shape[i] for i in lhs_free)
+    k = math.prod(lhs.shape[i] for i in lhs_contract)
+    n = math.prod(rhs.shape[i] for i in rhs_free)
+    a = lax.transpose(lhs, (*lhs_batch, *lhs_free, *lhs_contract)).reshape(b, m, k)
+    c = lax.transpose(rhs, (*rhs_batch, *rhs_contract, *rhs_free)).reshape(b, k, n)
+    a, c = lax.optimization_barrier((a, c))
+    if b == 1:
+        a, c, dims = a[0], c[0], (((1,), (0,)), ((), ()))
+    else:
+        dims = (((2,), (1,)), ((0,), (0,)))
     total = None
-    for start in range(0, sizes[longest], step):
-        stop = min(start + step, sizes[longest])
+    for start in range(0, k, MAX_CONTRACTION):
+        stop = min(start + MAX_CONTRACTION, k)
         part = dot_general_p.bind(
-            lax.slice_in_dim(lhs, start, stop, axis=lhs_axes[longest]),
-            lax.slice_in_dim(rhs, start, stop, axis=rhs_axes[longest]),
-            dimension_numbers=dimension_numbers,
+            lax.slice_in_dim(a, start, stop, axis=a.ndim - 1),
+            lax.slice_in_dim(c, start, stop, axis=c.ndim - 2),
+            dimension_numbers=dims,
             **params,
         )
         total = part if total is None else total + part
-    return total
+    return total.reshape(out_shape)
 
 
-def install_bounded_dots() -> None:
-    """Lower every floating-point ``dot_general`` on the CPU in this process so that
-    it contracts at most :data:`MAX_CONTRACTION` terms at a time (module docstring,
-    item 2); a dot that contracts fewer is lowered as before. Idempotent.
+def install_portable_dots() -> None:
+    """Lower every floating-point ``dot_general`` on the CPU in this process as
+    canonical products of at most :data:`MAX_CONTRACTION` terms (module
+    docstring, item 2); a dot that already is one, and an integer dot (exact on
+    every processor), are lowered as before. Idempotent.
 
     It replaces JAX's CPU lowering rule for the primitive, read from JAX's private
     registry (``jax._src.interpreters.mlir``): :func:`numerics_mode` checks that it
-    is in place, and the tests check that it bounds every dot."""
-    global _bounded_dots
-    if _bounded_dots:
+    is in place, and the tests check what it lowers a dot to."""
+    global _portable_dots
+    if _portable_dots:
         return
     import numpy as np
     from jax._src.interpreters import mlir
@@ -190,20 +215,21 @@ def install_bounded_dots() -> None:
     native = mlir._platform_specific_lowerings["cpu"][dot_general_p].rule
 
     def lower(ctx, lhs, rhs, *, dimension_numbers, **params):
-        (lhs_axes, _), _ = dimension_numbers
-        aval = ctx.avals_in[0]
-        terms = math.prod(aval.shape[axis] for axis in lhs_axes)
-        if terms <= MAX_CONTRACTION or not np.issubdtype(aval.dtype, np.floating):
+        left, right = ctx.avals_in
+        done = _canonical(dimension_numbers, left.ndim, right.ndim) and (
+            left.shape[-1] <= MAX_CONTRACTION
+        )
+        if done or not np.issubdtype(left.dtype, np.floating):
             return native(ctx, lhs, rhs, dimension_numbers=dimension_numbers, **params)
         params.pop("platform", None)
 
-        def bounded(a, b):
-            return _bounded_dot(a, b, dimension_numbers=dimension_numbers, **params)
+        def portable(a, b):
+            return _portable_dot(a, b, dimension_numbers=dimension_numbers, **params)
 
-        return mlir.lower_fun(bounded, multiple_results=False)(ctx, lhs, rhs)
+        return mlir.lower_fun(portable, multiple_results=False)(ctx, lhs, rhs)
 
     mlir.register_lowering(dot_general_p, lower, platform="cpu")
-    _bounded_dots = True
+    _portable_dots = True
 
 
 def _numpy_capped() -> bool:
@@ -219,12 +245,12 @@ def _numpy_capped() -> bool:
 
 def numerics_mode() -> str:
     """``"portable"`` when every part of portable mode is in effect in this
-    process (XLA's flags, the bounded dots, NumPy's dispatch and OpenBLAS's
+    process (XLA's flags, the canonical dots, NumPy's dispatch and OpenBLAS's
     settings), else ``"native"``."""
     flags = set(os.environ.get("XLA_FLAGS", "").split())
     environment = all(os.environ.get(k) == v for k, v in PORTABLE_ENVIRONMENT.items())
     portable = (
-        _bounded_dots
+        _portable_dots
         and set(PORTABLE_XLA_FLAGS) <= flags
         and environment
         and _numpy_capped()
@@ -234,7 +260,7 @@ def numerics_mode() -> str:
 
 def numerics_record() -> dict[str, Any]:
     """What a run's ``meta.json`` keeps of its numerics: the mode, and in portable
-    mode the flags, environment and contraction bound that define it."""
+    mode the flags, environment and way of computing dots that define it."""
     mode = numerics_mode()
     if mode == "native":
         return {"mode": mode}
@@ -242,5 +268,5 @@ def numerics_record() -> dict[str, Any]:
         "mode": mode,
         "xla_flags": list(PORTABLE_XLA_FLAGS),
         "environment": dict(PORTABLE_ENVIRONMENT),
-        "max_contraction": MAX_CONTRACTION,
+        "dots": PORTABLE_DOTS,
     }

@@ -144,7 +144,9 @@ ISA_FLAGS = (
 
 def cpu_description() -> dict[str, Any]:
     """``{"model", "isa", "l1d_kib"}``: the processor's name, which of
-    :data:`ISA_FLAGS` it has and its L1 data cache per core. XLA compiles for the
+    :data:`ISA_FLAGS` it has (as this process's CPUID reports them; with
+    ``listed_isa``, ``/proc/cpuinfo``'s list, where that differs) and its L1 data
+    cache per core. XLA compiles for the
     processor it runs on, and Eigen blocks its products by the L1 cache, so in
     native numerics the float rounding of a program, and a training run that
     amplifies it, can differ between processors with the same jax, code and seeds
@@ -161,11 +163,38 @@ def cpu_description() -> dict[str, Any]:
                     break
     except OSError:  # not Linux
         pass
-    return {
-        "model": model,
-        "isa": [flag for flag in ISA_FLAGS if flag in flags],
-        "l1d_kib": _l1d_kib(),
-    }
+    listed = [flag for flag in ISA_FLAGS if flag in flags]
+    seen = _cpuid_isa(listed)
+    description = {"model": model, "isa": seen, "l1d_kib": _l1d_kib()}
+    if seen != listed:
+        description["listed_isa"] = listed
+    return description
+
+
+_NUMPY_FEATURES = {
+    "sse4_2": "SSE42", "avx": "AVX", "avx2": "AVX2", "fma": "FMA3",
+    "avx512f": "AVX512F", "avx512bw": "AVX512BW", "avx512vl": "AVX512VL",
+    "avx512_bf16": "AVX512BF16", "avx512_fp16": "AVX512FP16",
+}  # fmt: skip
+"""NumPy's names (``__cpu_features__``) of the extensions in :data:`ISA_FLAGS`."""
+
+
+def _cpuid_isa(listed: list[str]) -> list[str]:
+    """Which of :data:`ISA_FLAGS` this process's processor reports, as NumPy read
+    them from the CPUID instruction when it was imported (what XLA and jaxlib read
+    too), for the extensions NumPy knows; ``listed`` (``/proc/cpuinfo``'s) for the
+    rest. The two differ where the process runs on another processor than the
+    host's: emulated (``qemu-x86_64 -cpu MODEL``), or with extensions masked."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__
+    except ImportError:  # pragma: no cover - another NumPy
+        return listed
+    seen = []
+    for flag in ISA_FLAGS:
+        name = _NUMPY_FEATURES.get(flag)
+        if __cpu_features__.get(name) if name else flag in listed:
+            seen.append(flag)
+    return seen
 
 
 def _l1d_kib() -> int | None:

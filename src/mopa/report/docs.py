@@ -410,21 +410,36 @@ def read_folder(root: str | Path, name: str) -> Record:
     figures = tuple(sorted(p.name for p in folder.glob("*.png")))
     results = read("results.json")
     digest = hashlib.sha256((folder / "results.json").read_bytes()).hexdigest()
+    meta = read("meta.json")
     return Record(
         name,
         results,
         read("config.json"),
-        read("meta.json"),
-        read("verify.json", required=False),
+        meta,
+        _verify_of(read("verify.json", required=False), meta),
         figures,
         digest,
     )
 
 
+def _verify_of(verify: Any, meta: Any) -> Any:
+    """``verify`` where it checked the figures the folder holds now (its
+    ``written_at`` is the commit ``meta.json`` names), else ``None``: a folder
+    rewritten since its last verification is not verified."""
+    if not isinstance(verify, dict) or not isinstance(meta, dict):
+        return verify
+    written_at, sha = verify.get("written_at"), meta.get("git_sha")
+    if not isinstance(written_at, str) or not isinstance(sha, str):
+        return verify
+    same = sha.startswith(written_at) or written_at.startswith(sha)
+    return verify if same else None
+
+
 def processor_text(cpu: Any) -> str:
     """A processor as a table names it: its model and widest vector extension
     (``Intel(R) Xeon(R) Processor, AVX-512, AMX``), from a meta.json's
-    ``machine.cpu``."""
+    ``machine.cpu``; where the process saw other extensions than the host lists
+    (an emulated processor), both."""
     if not isinstance(cpu, dict) or not cpu.get("model"):
         return "not recorded"
     isa = cpu.get("isa") or []
@@ -434,6 +449,9 @@ def processor_text(cpu: Any) -> str:
     if "amx_tile" in isa:
         extensions.append("AMX")
     model = re.sub(r"\s*\((R|TM)\)", "", cpu["model"])
+    if cpu.get("listed_isa") is not None:  # the process saw another processor
+        host = processor_text({"model": "host", "isa": cpu["listed_isa"]})
+        extensions.append(f"emulated or masked (the {host.replace(', ', ' with ')})")
     return ", ".join([model, *extensions])
 
 
