@@ -46,7 +46,7 @@ from mopa.core import checkpoint
 from mopa.core.devices import dividing_devices
 from mopa.core.files import atomic_write, check_output_folder, write_json
 from mopa.core.runinfo import run_metadata
-from mopa.errors import CheckpointError
+from mopa.errors import CheckpointError, InvalidParameterError
 
 LOG_WINDOWS = 100
 """Rows per seed in ``metrics.jsonl`` (windows of updates averaged)."""
@@ -78,6 +78,10 @@ class RunResult:
     summary: dict[str, Any]
     policies: dict[str, tuple[Any, Any]]
     """``{team: (spec, params with a leading seed axis)}``."""
+    learners: dict[str, Any] | None
+    """``{team: weights with a leading seed axis}``: what a learning team has
+    learned (MAPPO: ``{"actor", "critic"}``), the ``start`` of a warm-started run;
+    ``None`` for an algorithm without warm starts."""
     out: Path | None
     resumed_from_chunk: int
     wall_s: float
@@ -156,6 +160,7 @@ def run_training(
     game: tuple[Any, Any] | None = None,
     on_chunk: Callable[[int, dict[str, np.ndarray]], None] | None = None,
     make_trainer: Callable[..., Any] | None = None,
+    start: dict[str, Any] | None = None,
 ) -> RunResult:
     """Train ``config.num_seeds`` seeds of ``config`` to completion.
 
@@ -170,13 +175,23 @@ def run_training(
         make_trainer: ``make_trainer(config, game) -> Trainer`` to use instead of
             the config's algorithm's (a variant of it under measurement, such
             as MAPPO's plain paths in ``mopa bench train --plain-paths``).
+        start: a warm start, ``{team: weights [S, ...]}`` as an earlier run's
+            :attr:`RunResult.learners` gives them (one per seed of this run):
+            those teams learn on from these weights (their optimiser's state
+            fresh, the learning rate's schedule from its start); the other
+            teams start afresh. No run folder then (the config does not record
+            the weights).
 
     Raises:
         CheckpointError: ``out`` holds a finished run, a run of another config or
             algorithm, or a damaged state file.
+        InvalidParameterError: ``start`` names a team that does not learn, or
+            weights that are not this run's networks.
     """
     if game is not None and out is not None:
         raise CheckpointError("a run on a custom game cannot be saved to a folder")
+    if start is not None and out is not None:
+        raise CheckpointError("a warm-started run cannot be saved to a folder")
     start_time = time.perf_counter()
     config_dict = config.to_dict()
     if out is not None:  # refuse a folder that cannot take this run before any work
@@ -184,6 +199,8 @@ def run_training(
         _check_saved_config(out, config_dict)
     trainer = (make_trainer or trainer_factory(config))(config, game)
     carry = jax.jit(jax.vmap(trainer.init))(seed_keys(config))
+    if start is not None:
+        carry = _warm_start(trainer, carry, start)
     history: dict[str, list[np.ndarray]] = {}
     timing: list[dict[str, float]] = []
     done_chunks = 0
@@ -249,11 +266,38 @@ def run_training(
         metrics=metrics,
         summary=summary,
         policies=trainer.policies(carry),
+        learners=None if trainer.learners is None else trainer.learners(carry),
         out=out,
         resumed_from_chunk=resumed_from,
         wall_s=time.perf_counter() - start_time,
         compile_s=compile_s,
     )
+
+
+def _warm_start(trainer: Trainer, carry: Any, start: dict[str, Any]) -> Any:
+    """``carry [S]`` with ``start``'s weights in place (see :func:`run_training`)."""
+    if trainer.warm_start is None or trainer.learners is None:
+        raise InvalidParameterError(
+            f"{trainer.config.algo} has no warm start; start must be None"
+        )
+    fresh = trainer.learners(carry)
+    unknown = sorted(set(start) - set(fresh))
+    if unknown:
+        raise InvalidParameterError(
+            f"start names {unknown}; the learning teams are {sorted(fresh)}"
+        )
+    for team, weights in start.items():
+        expected = jax.tree.map(jnp.shape, fresh[team])
+        given = jax.tree.map(jnp.shape, weights)
+        if jax.tree.structure(expected) != jax.tree.structure(given) or jax.tree.leaves(
+            expected
+        ) != jax.tree.leaves(given):
+            raise InvalidParameterError(
+                f"start[{team!r}]: the weights are not this run's networks "
+                f"(shapes {given}, expected {expected})"
+            )
+    start = jax.tree.map(jnp.asarray, start)
+    return jax.jit(jax.vmap(trainer.warm_start))(carry, start)
 
 
 def _nanmean(x: np.ndarray) -> float:
