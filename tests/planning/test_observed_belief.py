@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from mopa.errors import InvalidParameterError
+from mopa.opponent.population import joint_belief
 from mopa.planning import (
     LookaheadConfig,
     LookaheadParams,
@@ -16,10 +17,16 @@ from mopa.planning import (
     ObservedBeliefPlanner,
     PopulationModelParams,
     PopulationOpponentModel,
+    StateBeliefPlanner,
 )
 from mopa.players import initial_player_carry
 from mopa.policy import PolicySpec, init_params
-from tests.opponent.test_belief_game import POPULATION, game  # noqa: F401
+from tests.opponent.test_belief_game import (  # noqa: F401
+    INTENT_POPULATION,
+    POPULATION,
+    game,
+    intent_game,
+)
 
 SPEC = PolicySpec(kind="actor", num_agents=3, obs_size=19, num_actions=5, hidden=(8,))
 
@@ -66,3 +73,39 @@ def test_it_refuses_what_it_cannot_read(game):  # noqa: F811
     with_fallback = _planner(game, fallback=PopulationOpponentModel(POPULATION, team=1))
     with pytest.raises(InvalidParameterError, match="without a fallback"):
         ObservedBeliefPlanner(with_fallback, num_members=2)
+
+
+def test_a_state_belief_planner_plans_with_the_belief_in_the_state(intent_game):  # noqa: F811
+    params = intent_game.default_params
+    obs, state = intent_game.reset(jax.random.key(3), params)
+    actions = (jnp.zeros((3,), jnp.int32), jnp.array([3], jnp.int32))
+    for t in range(3):
+        obs, state, *_ = intent_game.step(jax.random.key(t), state, actions, params)
+    spec = PolicySpec(kind="actor", num_agents=3, obs_size=20, num_actions=5)
+    lookahead = LookaheadConfig(num_rollouts=3, horizon=2, leaf_weight=0.0)
+    model = PopulationOpponentModel(INTENT_POPULATION, team=1)
+    planner = LookaheadPlayer(intent_game.env, "predator", lookahead, model, spec)
+    in_state = StateBeliefPlanner(planner)
+    own = init_params(spec, jax.random.key(1))
+
+    def plan_params(belief):
+        model = PopulationModelParams(params.clones, jnp.asarray(belief))
+        return LookaheadParams(params.env, own, model)
+
+    carry, reset = initial_player_carry(in_state), jnp.zeros(3, bool)
+    key = jax.random.key(2)
+    flat = np.full((4, 2), 1 / 8)
+    got = in_state.act(plan_params(flat), key, state, obs[0], carry, reset)
+    held = joint_belief(state.belief)
+    want = planner.act(plan_params(held), key, state.env_state, obs[0], carry, reset)
+    np.testing.assert_array_equal(got[0], want[0])
+    with pytest.raises(InvalidParameterError, match="without a fallback"):
+        StateBeliefPlanner(
+            LookaheadPlayer(
+                intent_game.env,
+                "predator",
+                lookahead,
+                PopulationOpponentModel(INTENT_POPULATION, team=1, fallback=model),
+                spec,
+            )
+        )

@@ -21,6 +21,20 @@ as ``game=``::
 
 The clone weights live in the params (:class:`BeliefGameParams`), not in the
 wrapper: re-fitting the model changes numbers, not the compiled program.
+
+:class:`IntentBeliefInput` is the same game for a team whose observation already
+ends with an input for the opponent's intent (``tag_intent`` with
+``predator_intent_obs``: a belief over the prey's corner, ``state.belief``). It
+keeps the joint belief in the game's state, as :class:`BeliefObservation` does,
+and writes the belief's intent marginal into that input::
+
+    state.belief <- intent_belief (K), obs'[team] = game.observe(state)
+
+so the observation keeps its width whatever the model's number of members (a
+policy trained on one model can be trained on with a re-fitted one), and the team
+reads, through the game's own intent input, what it can infer of the intent from
+the moves. A planner reads the whole joint belief from the state
+(:class:`~mopa.planning.StateBeliefPlanner`).
 """
 
 from __future__ import annotations
@@ -42,6 +56,7 @@ from mopa.opponent.population import (
     PopulationBeliefState,
     PopulationConfig,
     init_population_belief,
+    intent_belief,
     joint_belief,
     none_fits_probability,
     num_members,
@@ -230,6 +245,107 @@ class BeliefObservation(Wrapper):
         )
 
 
+class IntentBeliefInput(BeliefObservation):
+    """``env`` whose ``team`` observes, through the game's own intent input, the
+    intent marginal of its belief about ``opponent`` (see the module docstring).
+
+    ``env``'s state must have a ``belief`` field ``[K]`` (``K`` the model's
+    intents) that its ``observe`` writes into ``team``'s observation, as
+    ``tag_intent`` with ``predator_intent_obs`` does.
+    """
+
+    def __init__(
+        self,
+        env: Env,
+        team: str,
+        opponent: str,
+        population: PopulationConfig,
+        clones: Any,
+        *,
+        epsilon: float = DEFAULT_EPSILON,
+        fallback_prior: float = DEFAULT_FALLBACK_PRIOR,
+    ):
+        super().__init__(
+            env,
+            team,
+            opponent,
+            population,
+            clones,
+            epsilon=epsilon,
+            fallback_prior=fallback_prior,
+        )
+        if not _ends_with_intent_input(env, self.team, population.num_intents):
+            raise InvalidParameterError(
+                f"{env.name}: {team!r}'s observation does not end with an intent "
+                f"input of {population.num_intents} entries (a state field "
+                f"belief, as tag_intent's with predator_intent_obs) for the "
+                f"belief's intent marginal"
+            )
+
+    @property
+    def belief_size(self) -> int:
+        """Entries the belief adds to the team's observation: none (it fills the
+        game's own intent input)."""
+        return 0
+
+    def observation_space(self, team: int) -> Box:
+        return self.env.observation_space(team)
+
+    def _reset(self, key: jax.Array, params: BeliefGameParams):
+        _, env_state = self.env.reset(key, params.env)
+        state = BeliefGameState(
+            self._with_input(env_state, self.fresh_belief()), self.fresh_belief()
+        )
+        return self.env.observe(state.env_state, params.env), state
+
+    def _step(
+        self,
+        key: jax.Array,
+        state: BeliefGameState,
+        actions: TeamArrays,
+        params: BeliefGameParams,
+    ) -> StepOutput:
+        seen = self.env.observe(state.env_state, params.env)[self.opponent]
+        belief = observe_opponent(
+            self.population,
+            params.clones,
+            state.belief,
+            seen,
+            actions[self.opponent],
+            self.epsilon,
+        )
+        _, env_state, rewards, terminated, truncated, info = self.env.step(
+            key, state.env_state, actions, params.env
+        )
+        state = BeliefGameState(self._with_input(env_state, belief), belief)
+        obs = self.env.observe(state.env_state, params.env)
+        return obs, state, rewards, terminated, truncated, info
+
+    def observe(self, state: BeliefGameState, params: BeliefGameParams) -> TeamArrays:
+        return self.env.observe(state.env_state, params.env)
+
+    @staticmethod
+    def _with_input(env_state: Any, belief: PopulationBeliefState) -> Any:
+        marginal = intent_belief(belief).astype(env_state.belief.dtype)
+        return env_state.replace(belief=marginal)
+
+
+def _ends_with_intent_input(env: Env, team: int, num_intents: int) -> bool:
+    """Whether ``team``'s observation ends with the state's ``belief`` ``[K]``:
+    observed with the belief all 0 and all 1, its last ``K`` entries are those."""
+    _, state = env.reset(jax.random.key(0), env.default_params)
+    belief = getattr(state, "belief", None)
+    if getattr(belief, "shape", None) != (num_intents,):
+        return False
+    ends = [
+        env.observe(
+            state.replace(belief=jnp.full_like(belief, value)), env.default_params
+        )[team][:, -num_intents:]
+        for value in (0.0, 1.0)
+    ]
+    return bool(jnp.all(ends[0] == 0.0) & jnp.all(ends[1] == 1.0))
+
+
 def belief_features(belief: PopulationBeliefState) -> jax.Array:
     """``[K M + 1]`` what :class:`BeliefObservation` appends: the joint belief,
     flattened (intent-major), and the none-fits probability."""
@@ -242,5 +358,6 @@ __all__ = [
     "BeliefGameParams",
     "BeliefGameState",
     "BeliefObservation",
+    "IntentBeliefInput",
     "belief_features",
 ]

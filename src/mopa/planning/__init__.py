@@ -25,7 +25,7 @@ from mopa.planning.mcts import (
     SearchNode,
     simulator_steps_per_decision,
 )
-from mopa.planning.observed_belief import ObservedBeliefPlanner
+from mopa.planning.observed_belief import ObservedBeliefPlanner, StateBeliefPlanner
 from mopa.planning.opponents import (
     FallbackLatent,
     FunctionOpponentModel,
@@ -58,6 +58,7 @@ __all__ = [
     "MCTSPlan",
     "MCTSPlayer",
     "ObservedBeliefPlanner",
+    "StateBeliefPlanner",
     "OnlineResidualModel",
     "OnlineResidualParams",
     "OpponentHeadModel",

@@ -15,6 +15,13 @@ none-fits mixture already in it: :func:`~mopa.opponent.population.joint_belief`)
 It is a :class:`~mopa.players.Player`: tournaments, datasets and matches play it as
 any other, with the planner's params (:class:`LookaheadParams`, the belief slot
 filled with anything of shape ``[K, M]``).
+
+:class:`StateBeliefPlanner` is the same for an
+:class:`~mopa.opponent.belief_game.IntentBeliefInput` game, whose team observes only
+the belief's intent marginal (in the game's own intent input) and whose state holds
+the whole joint belief: it reads the belief from the state, and its planner
+simulates the wrapped game (the state's inner game state, whose intent input
+already holds the marginal, so the imagined team reads what the real one reads).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from typing import Any
 import jax
 
 from mopa.errors import InvalidParameterError
+from mopa.opponent.population import joint_belief
 from mopa.planning.lookahead import LookaheadParams, LookaheadPlayer
 from mopa.planning.mcts import MCTSPlayer
 from mopa.planning.opponents import PopulationOpponentModel
@@ -98,3 +106,52 @@ class ObservedBeliefPlanner:
         model = params.opponent_params.replace(belief=self.belief(obs))
         params = params.replace(opponent_params=model)
         return self.planner.act(params, key, state, obs, carry, reset)
+
+
+@dataclasses.dataclass(frozen=True)
+class StateBeliefPlanner:
+    """``planner`` acting on the joint belief an
+    :class:`~mopa.opponent.belief_game.IntentBeliefInput` game keeps in its state
+    (see the module docstring). ``planner.env`` is the wrapped game."""
+
+    planner: LookaheadPlayer | MCTSPlayer
+    """The planner of the wrapped game; its opponent model a
+    :class:`PopulationOpponentModel` with no fallback."""
+
+    def __post_init__(self):
+        model = self.planner.opponent_model
+        if not isinstance(model, PopulationOpponentModel) or model.fallback:
+            raise InvalidParameterError(
+                "planner: its opponent model must be a PopulationOpponentModel "
+                "without a fallback (the state's belief is the joint belief)"
+            )
+
+    @property
+    def num_agents(self) -> int:
+        return self.planner.num_agents
+
+    @property
+    def games_in_turn(self) -> bool:
+        """The planner's (:func:`~mopa.players.plays_games_in_turn`)."""
+        return plays_games_in_turn(self.planner)
+
+    @property
+    def carry_size(self) -> int:
+        return self.planner.carry_size
+
+    def act(
+        self,
+        params: LookaheadParams,
+        key: jax.Array,
+        state: Any,
+        obs: jax.Array,
+        carry: jax.Array,
+        reset: jax.Array,
+    ) -> tuple[jax.Array, jax.Array]:
+        """The planner's move with the state's belief (``state`` a
+        :class:`~mopa.opponent.belief_game.BeliefGameState`, ``params`` the
+        planner's, its belief slot of any ``[K, M]``); see
+        :class:`~mopa.players.Player`."""
+        model = params.opponent_params.replace(belief=joint_belief(state.belief))
+        params = params.replace(opponent_params=model)
+        return self.planner.act(params, key, state.env_state, obs, carry, reset)
