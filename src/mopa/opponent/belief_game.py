@@ -202,8 +202,7 @@ class BeliefObservation(Wrapper):
 
     def _reset(self, key: jax.Array, params: BeliefGameParams):
         obs, env_state = self.env.reset(key, params.env)
-        state = BeliefGameState(env_state, self.fresh_belief())
-        return self._extend(obs, state.belief), state
+        return self._present(obs, env_state, self.fresh_belief(), params)
 
     def _step(
         self,
@@ -224,8 +223,19 @@ class BeliefObservation(Wrapper):
         obs, env_state, rewards, terminated, truncated, info = self.env.step(
             key, state.env_state, actions, params.env
         )
-        state = BeliefGameState(env_state, belief)
-        return self._extend(obs, belief), state, rewards, terminated, truncated, info
+        obs, state = self._present(obs, env_state, belief, params)
+        return obs, state, rewards, terminated, truncated, info
+
+    def _present(
+        self,
+        obs: TeamArrays,
+        env_state: Any,
+        belief: PopulationBeliefState,
+        params: BeliefGameParams,
+    ) -> tuple[TeamArrays, BeliefGameState]:
+        """The observations and the state given the game's and the belief."""
+        del params
+        return self._extend(obs, belief), BeliefGameState(env_state, belief)
 
     def _global_state(self, state: BeliefGameState, params: BeliefGameParams):
         return self.env.global_state(state.env_state, params.env)
@@ -291,35 +301,10 @@ class IntentBeliefInput(BeliefObservation):
     def observation_space(self, team: int) -> Box:
         return self.env.observation_space(team)
 
-    def _reset(self, key: jax.Array, params: BeliefGameParams):
-        _, env_state = self.env.reset(key, params.env)
-        state = BeliefGameState(
-            self._with_input(env_state, self.fresh_belief()), self.fresh_belief()
-        )
-        return self.env.observe(state.env_state, params.env), state
-
-    def _step(
-        self,
-        key: jax.Array,
-        state: BeliefGameState,
-        actions: TeamArrays,
-        params: BeliefGameParams,
-    ) -> StepOutput:
-        seen = self.env.observe(state.env_state, params.env)[self.opponent]
-        belief = observe_opponent(
-            self.population,
-            params.clones,
-            state.belief,
-            seen,
-            actions[self.opponent],
-            self.epsilon,
-        )
-        _, env_state, rewards, terminated, truncated, info = self.env.step(
-            key, state.env_state, actions, params.env
-        )
+    def _present(self, obs, env_state, belief, params):
+        del obs  # observed again, with the belief's marginal in the intent input
         state = BeliefGameState(self._with_input(env_state, belief), belief)
-        obs = self.env.observe(state.env_state, params.env)
-        return obs, state, rewards, terminated, truncated, info
+        return self.env.observe(state.env_state, params.env), state
 
     def observe(self, state: BeliefGameState, params: BeliefGameParams) -> TeamArrays:
         return self.env.observe(state.env_state, params.env)

@@ -40,22 +40,45 @@ from mopa.players import plays_games_in_turn
 
 
 @dataclasses.dataclass(frozen=True)
-class ObservedBeliefPlanner:
-    """``planner`` acting on the belief at the end of its team's observation."""
+class _JointBeliefPlanner:
+    """A planner whose population model takes the joint belief before each
+    decision (the Player's properties are the planner's)."""
 
     planner: LookaheadPlayer | MCTSPlayer
     """The planner; its opponent model a :class:`PopulationOpponentModel` with no
     fallback."""
-    num_members: int
-    """``M``: the members of the population model (the belief game's)."""
 
     def __post_init__(self):
         model = self.planner.opponent_model
         if not isinstance(model, PopulationOpponentModel) or model.fallback:
             raise InvalidParameterError(
                 "planner: its opponent model must be a PopulationOpponentModel "
-                "without a fallback (the observed belief is the joint belief)"
+                "without a fallback (the belief it acts on is the joint belief)"
             )
+
+    @property
+    def num_agents(self) -> int:
+        return self.planner.num_agents
+
+    @property
+    def games_in_turn(self) -> bool:
+        """The planner's (:func:`~mopa.players.plays_games_in_turn`)."""
+        return plays_games_in_turn(self.planner)
+
+    @property
+    def carry_size(self) -> int:
+        return self.planner.carry_size
+
+
+@dataclasses.dataclass(frozen=True)
+class ObservedBeliefPlanner(_JointBeliefPlanner):
+    """``planner`` acting on the belief at the end of its team's observation."""
+
+    num_members: int
+    """``M``: the members of the population model (the belief game's)."""
+
+    def __post_init__(self):
+        super().__post_init__()
         if self.num_members < 1:
             raise InvalidParameterError(
                 f"num_members must be >= 1, got {self.num_members}"
@@ -71,19 +94,6 @@ class ObservedBeliefPlanner:
     @property
     def belief_size(self) -> int:
         return self.planner.opponent_model.config.num_intents * self.num_members
-
-    @property
-    def num_agents(self) -> int:
-        return self.planner.num_agents
-
-    @property
-    def games_in_turn(self) -> bool:
-        """The planner's (:func:`~mopa.players.plays_games_in_turn`)."""
-        return plays_games_in_turn(self.planner)
-
-    @property
-    def carry_size(self) -> int:
-        return self.planner.carry_size
 
     def belief(self, obs: jax.Array) -> jax.Array:
         """``[K, M]`` the joint belief at the end of ``obs [A, D]`` (agent 0's: every
@@ -109,35 +119,10 @@ class ObservedBeliefPlanner:
 
 
 @dataclasses.dataclass(frozen=True)
-class StateBeliefPlanner:
+class StateBeliefPlanner(_JointBeliefPlanner):
     """``planner`` acting on the joint belief an
     :class:`~mopa.opponent.belief_game.IntentBeliefInput` game keeps in its state
     (see the module docstring). ``planner.env`` is the wrapped game."""
-
-    planner: LookaheadPlayer | MCTSPlayer
-    """The planner of the wrapped game; its opponent model a
-    :class:`PopulationOpponentModel` with no fallback."""
-
-    def __post_init__(self):
-        model = self.planner.opponent_model
-        if not isinstance(model, PopulationOpponentModel) or model.fallback:
-            raise InvalidParameterError(
-                "planner: its opponent model must be a PopulationOpponentModel "
-                "without a fallback (the state's belief is the joint belief)"
-            )
-
-    @property
-    def num_agents(self) -> int:
-        return self.planner.num_agents
-
-    @property
-    def games_in_turn(self) -> bool:
-        """The planner's (:func:`~mopa.players.plays_games_in_turn`)."""
-        return plays_games_in_turn(self.planner)
-
-    @property
-    def carry_size(self) -> int:
-        return self.planner.carry_size
 
     def act(
         self,
