@@ -1,12 +1,20 @@
 """Planning (Part 2): Monte-Carlo lookahead over the true simulator with a sampled
 opponent model, as a :class:`~mopa.players.Player`.
 Its tree-search alternative: :class:`MCTSPlayer` (Gumbel MuZero through mctx).
+A planner distilled into a policy by DAgger: :func:`dagger`.
 
 >>> from mopa.planning import LookaheadConfig
 >>> LookaheadConfig(num_rollouts=8, horizon=5, mode="joint").gamma
 0.95
 """
 
+from mopa.planning.distill import (
+    DaggerConfig,
+    DaggerRound,
+    Relabelled,
+    dagger,
+    relabel_episodes,
+)
 from mopa.planning.lookahead import (
     MODES,
     LeafFn,
@@ -45,6 +53,11 @@ from mopa.planning.opponents import (
 )
 
 __all__ = [
+    "DaggerConfig",
+    "DaggerRound",
+    "Relabelled",
+    "dagger",
+    "relabel_episodes",
     "MODES",
     "FallbackLatent",
     "FunctionOpponentModel",
