@@ -140,6 +140,48 @@ def test_a_weighted_pool_draws_members_in_proportion(pool_source):
     assert abs(counts[0] - 0.6) < 0.03 and abs(counts[2] - 0.4) < 0.03, counts
 
 
+def test_a_greedy_source_plays_the_actors_mode(tmp_path):
+    """An actor preferring action 2 a little (logit 0.5 over four 0s): sampled it
+    plays 2 about a third of the time; behind ``greedy:`` always."""
+    params = jax.tree.map(jnp.zeros_like, init_params(PREY, jax.random.key(0)))
+    params["params"]["Dense_0"]["bias"] = jnp.zeros((5,)).at[2].set(0.5)
+    path = write_policy_checkpoint(
+        tmp_path / "mild.policy",
+        algo="mappo",
+        env="tag",
+        env_overrides={},
+        config={},
+        meta={},
+        teams={"prey": (PREY.to_dict(), jax.tree.map(lambda x: x[None], params))},
+    )
+    games = 2000
+    for source in (f"{POOL_PREFIX}{path}", str(path)):
+        shares = []
+        for prefix in ("", "greedy:"):
+            config = MAPPOConfig(
+                env="tag",
+                total_steps=256,
+                num_envs=8,
+                num_steps=32,
+                num_seeds=1,
+                frozen=(("prey", prefix + source),),
+                hidden=(16,),
+            )
+            run = setup_run(config)
+            act = jax.jit(run.frozen_fns[1])
+            hidden = jnp.zeros((games, 1, run.frozen_carry[1]))
+            actions, _, _ = act(
+                jax.random.key(1),
+                jnp.zeros((games, 1, 14)),
+                jnp.ones((games,), bool),
+                hidden,
+            )
+            shares.append(float(np.mean(np.asarray(actions) == 2)))
+        sampled, greedy = shares
+        assert abs(sampled - np.exp(0.5) / (np.exp(0.5) + 4)) < 0.04, sampled
+        assert greedy == 1.0
+
+
 def test_a_learner_trains_against_a_pool(pool_source):
     config = MAPPOConfig(
         env="tag",

@@ -11,7 +11,9 @@ index rides in the team's policy carry). A learner trained against a pool meets 
 population of opponents, not one. A checkpoint may carry a weight,
 ``pool:PATH@WEIGHT[,...]`` (a meta-strategy over the population, such as a Nash
 mixture): members are then drawn in proportion to the weights, a checkpoint's weight
-shared equally by its seeds, and a checkpoint without one weighs 1.
+shared equally by its seeds, and a checkpoint without one weighs 1. A frozen actor
+samples its moves; ``greedy:SOURCE`` (any of the sources above) plays each actor's
+mode instead, as a deployed policy acts.
 """
 
 from __future__ import annotations
@@ -96,6 +98,15 @@ POOL_PREFIX = "pool:"
 """Prefix of a frozen pool's source: ``pool:PATH[@WEIGHT][,PATH[@WEIGHT]...]``."""
 WEIGHT_MARK = "@"
 """Separates a pool checkpoint's path from its weight."""
+GREEDY_PREFIX = "greedy:"
+"""Prefix of a frozen source whose actors play their mode: ``greedy:SOURCE``."""
+
+
+def split_greedy(source: str) -> tuple[str, bool]:
+    """``(source without the greedy prefix, whether it had one)``."""
+    if source.startswith(GREEDY_PREFIX):
+        return source[len(GREEDY_PREFIX) :], True
+    return source, False
 
 
 def pool_items(source: str) -> list[tuple[str, float | None]]:
@@ -152,6 +163,7 @@ def frozen_policy(source: str, env_name: str, team: TeamInfo) -> tuple[PolicySpe
         CheckpointError: the checkpoint is unreadable, of another game or its team
             does not fit this game's team.
     """
+    source, _ = split_greedy(source)  # the same weights whoever plays them
     if source.startswith(POOL_PREFIX):
         spec, params, _ = frozen_pool_weighted(source, env_name, team)
         return spec, params
@@ -357,26 +369,28 @@ def episode_metrics(metrics: dict, team_names: tuple[str, ...]) -> dict[str, jax
     return out
 
 
-def frozen_act_fn(spec: PolicySpec, params: Any) -> TeamActFn:
-    """Acting function of a frozen team (greedy for Q policies, sampling for actors,
-    recurrent ones carrying their hidden state)."""
+def frozen_act_fn(spec: PolicySpec, params: Any, greedy: bool = False) -> TeamActFn:
+    """Acting function of a frozen team (greedy for Q policies, sampling for actors
+    unless ``greedy``, recurrent ones carrying their hidden state)."""
     act = make_act_fn(spec)
 
     def fn(key, obs, first, hidden):
         reset = jnp.broadcast_to(first[:, None], obs.shape[:-1])
-        actions, hidden = act(params, key, obs, hidden, reset, greedy=False)
+        actions, hidden = act(params, key, obs, hidden, reset, greedy=greedy)
         return actions, hidden, ()
 
     return fn
 
 
-def frozen_pool_act_fn(spec: PolicySpec, params: Any, weights: Any = None) -> TeamActFn:
+def frozen_pool_act_fn(
+    spec: PolicySpec, params: Any, weights: Any = None, greedy: bool = False
+) -> TeamActFn:
     """Acting function of a frozen pool (params ``[P, ...]``): at the start of
     every episode each game draws a member, uniformly or (``weights [P]``, summing
     to 1) in proportion to ``weights``; the member then acts as
-    :func:`frozen_act_fn`'s policy would. The team's carry is the members' carry
-    with one more column, the drawn member's index (the same in every agent's
-    row)."""
+    :func:`frozen_act_fn`'s policy would (``greedy``: its mode). The team's carry
+    is the members' carry with one more column, the drawn member's index (the
+    same in every agent's row)."""
     act = make_act_fn(spec)
     size = pool_size(params)
     if weights is not None:
@@ -395,7 +409,7 @@ def frozen_pool_act_fn(spec: PolicySpec, params: Any, weights: Any = None) -> Te
 
     def one_game(member, key, obs, hidden, reset):
         chosen = jax.tree.map(lambda x: x[member], params)
-        return act(chosen, key, obs, hidden, reset, greedy=False)
+        return act(chosen, key, obs, hidden, reset, greedy=greedy)
 
     def fn(key, obs, first, hidden):
         key_member, key_act = jax.random.split(key)
@@ -417,7 +431,7 @@ def frozen_pool_act_fn(spec: PolicySpec, params: Any, weights: Any = None) -> Te
 def frozen_carry_size(source: str, spec: PolicySpec) -> int:
     """Carry columns of a frozen team from ``source``: its policy's, plus the
     member index for a pool."""
-    return spec.carry_size + int(source.startswith(POOL_PREFIX))
+    return spec.carry_size + int(split_greedy(source)[0].startswith(POOL_PREFIX))
 
 
 # -- run set-up shared by the trainers ----------------------------------------------
@@ -466,13 +480,14 @@ def setup_run(config, game: tuple[Env, Any] | None = None) -> RunSetup:
         if info.name in config.frozen_teams
     }
     frozen, frozen_fns = {}, {}
-    for t, source in sources.items():
+    for t, given in sources.items():
+        source, greedy = split_greedy(given)
         if source.startswith(POOL_PREFIX):
             spec, params, weights = frozen_pool_weighted(source, config.env, infos[t])
             frozen[t] = (spec, params)
-            frozen_fns[t] = frozen_pool_act_fn(spec, params, weights)
+            frozen_fns[t] = frozen_pool_act_fn(spec, params, weights, greedy)
         else:
             frozen[t] = frozen_policy(source, config.env, infos[t])
-            frozen_fns[t] = frozen_act_fn(*frozen[t])
+            frozen_fns[t] = frozen_act_fn(*frozen[t], greedy=greedy)
     carry = {t: frozen_carry_size(s, frozen[t][0]) for t, s in sources.items()}
     return RunSetup(base_env, env, env_params, infos, frozen, frozen_fns, carry)
