@@ -203,5 +203,27 @@ def test_the_intent_input_carries_the_beliefs_intent_marginal(intent_game):
 
 def test_the_intent_input_needs_a_game_that_has_one():
     env, _ = make("tag_intent")  # the predators have no intent input
-    with pytest.raises(InvalidParameterError, match="does not end with an intent input of 4"):
+    with pytest.raises(
+        InvalidParameterError, match="does not end with an intent input of 4"
+    ):
         IntentBeliefInput(env, "predator", "prey", INTENT_POPULATION, _clones([1]))
+
+
+def test_a_padded_belief_keeps_the_observation_width():
+    env, _ = make("tag")
+    game = BeliefObservation(
+        env, "predator", "prey", POPULATION, _clones([1, 2]), max_members=4
+    )
+    assert game.observation_space(0).shape == (16 + 4 + 1,)
+    params = game.default_params
+    obs, state = game.reset(jax.random.key(0), params)
+    np.testing.assert_allclose(obs[0][0, 16:], [0.5, 0.5, 0.0, 0.0, 0.01], atol=1e-6)
+    actions = (jnp.zeros((3,), jnp.int32), jnp.array([2], jnp.int32))
+    obs, state, *_ = game.step(jax.random.key(1), state, actions, params)
+    unpadded = belief_features(state.belief)
+    np.testing.assert_allclose(obs[0][0, 16:18], unpadded[:2], atol=1e-6)
+    np.testing.assert_allclose(obs[0][0, 18:], [0.0, 0.0, unpadded[2]], atol=1e-6)
+    with pytest.raises(InvalidParameterError, match="max_members"):
+        BeliefObservation(
+            env, "predator", "prey", POPULATION, _clones([1, 2]), max_members=1
+        )

@@ -8,7 +8,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from mopa.envs import make
 from mopa.errors import InvalidParameterError
+from mopa.opponent.belief_game import BeliefObservation
 from mopa.opponent.population import joint_belief
 from mopa.planning import (
     LookaheadConfig,
@@ -24,6 +26,7 @@ from mopa.policy import PolicySpec, init_params
 from tests.opponent.test_belief_game import (  # noqa: F401
     INTENT_POPULATION,
     POPULATION,
+    _clones,
     game,
     intent_game,
 )
@@ -62,6 +65,24 @@ def test_it_plans_with_the_belief_it_observes(game):  # noqa: F811
         plan_params([[1.0, 0.0]]), key, state, team, carry, reset
     )
     assert not np.allclose(scores, other)  # the belief matters to the plan
+
+
+def test_it_reads_a_padded_belief():
+    env, _ = make("tag")
+    padded = BeliefObservation(
+        env, "predator", "prey", POPULATION, _clones([1, 2]), max_members=3
+    )
+    spec = PolicySpec(kind="actor", num_agents=3, obs_size=20, num_actions=5)
+    lookahead = LookaheadConfig(num_rollouts=1, horizon=1, leaf_weight=0.0)
+    planner = LookaheadPlayer(
+        padded, "predator", lookahead, PopulationOpponentModel(POPULATION, team=1), spec
+    )
+    observed = ObservedBeliefPlanner(planner, num_members=2, padded_members=3)
+    obs, _ = padded.reset(jax.random.key(0), padded.default_params)
+    team = obs[0].at[:, 16:19].set(jnp.asarray([0.3, 0.7, 0.0]))
+    np.testing.assert_allclose(observed.belief(team), [[0.3, 0.7]])
+    with pytest.raises(InvalidParameterError, match="padded_members"):
+        ObservedBeliefPlanner(planner, num_members=2, padded_members=1)
 
 
 def test_it_refuses_what_it_cannot_read(game):  # noqa: F811

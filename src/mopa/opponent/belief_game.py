@@ -7,6 +7,10 @@ that belief to every agent's observation of the observing team::
 
     obs'[team] = [obs[team], joint_belief (K x M, flattened), P(none fits)]
 
+With ``max_members`` the joint belief is padded with zeros to ``K x max_members``,
+so the observation keeps its width when a re-fitted model has more members (a
+policy trained on one model can be trained on with the next).
+
 Inside the game the opponent's moves are known exactly (they are the step's
 actions), so any game works, with no inference of the moves from the state. The
 belief starts afresh at every reset (an episode), from the model's priors. The
@@ -108,6 +112,7 @@ class BeliefObservation(Wrapper):
         *,
         epsilon: float = DEFAULT_EPSILON,
         fallback_prior: float = DEFAULT_FALLBACK_PRIOR,
+        max_members: int | None = None,
     ):
         super().__init__(env)
         self.team = env.team_index(team)
@@ -131,6 +136,12 @@ class BeliefObservation(Wrapper):
         check_fraction("epsilon", epsilon)
         self.population = population
         self.num_members = num_members(clones)
+        if max_members is not None and max_members < self.num_members:
+            raise InvalidParameterError(
+                f"max_members ({max_members}) must be at least the model's "
+                f"{self.num_members} members"
+            )
+        self.max_members = max_members
         self.epsilon = float(epsilon)
         self.fallback_prior = float(fallback_prior)
         self._clones = clones
@@ -142,8 +153,14 @@ class BeliefObservation(Wrapper):
     # -- structure ---------------------------------------------------------------
     @property
     def belief_size(self) -> int:
-        """Entries appended to the team's observation: ``K M + 1``."""
-        return self.population.num_intents * self.num_members + 1
+        """Entries appended to the team's observation: ``K M + 1`` (``M`` the
+        members, or ``max_members``)."""
+        return self.population.num_intents * self.padded_members + 1
+
+    @property
+    def padded_members(self) -> int:
+        """The members the observed belief has room for."""
+        return self.num_members if self.max_members is None else self.max_members
 
     def observation_space(self, team: int) -> Box:
         space = self.env.observation_space(team)
@@ -183,6 +200,7 @@ class BeliefObservation(Wrapper):
             self.num_members,
             self.epsilon,
             self.fallback_prior,
+            self.max_members,
         )
 
     def __hash__(self) -> int:
@@ -244,7 +262,7 @@ class BeliefObservation(Wrapper):
         return self._extend(self.env.observe(state.env_state, params.env), state.belief)
 
     def _extend(self, obs: TeamArrays, belief: PopulationBeliefState) -> TeamArrays:
-        features = belief_features(belief)
+        features = belief_features(belief, self.padded_members)
         own = obs[self.team]
         extra = jnp.broadcast_to(
             features.astype(own.dtype), (own.shape[0], features.size)
@@ -331,12 +349,16 @@ def _ends_with_intent_input(env: Env, team: int, num_intents: int) -> bool:
     return bool(jnp.all(ends[0] == 0.0) & jnp.all(ends[1] == 1.0))
 
 
-def belief_features(belief: PopulationBeliefState) -> jax.Array:
+def belief_features(
+    belief: PopulationBeliefState, padded_members: int | None = None
+) -> jax.Array:
     """``[K M + 1]`` what :class:`BeliefObservation` appends: the joint belief,
-    flattened (intent-major), and the none-fits probability."""
-    return jnp.concatenate(
-        [joint_belief(belief).reshape(-1), none_fits_probability(belief)[None]]
-    )
+    flattened (intent-major; with ``padded_members``, each intent's row padded
+    with zeros to that many members), and the none-fits probability."""
+    joint = joint_belief(belief)
+    if padded_members is not None:
+        joint = jnp.pad(joint, ((0, 0), (0, padded_members - joint.shape[1])))
+    return jnp.concatenate([joint.reshape(-1), none_fits_probability(belief)[None]])
 
 
 __all__ = [

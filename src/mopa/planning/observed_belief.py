@@ -76,12 +76,20 @@ class ObservedBeliefPlanner(_JointBeliefPlanner):
 
     num_members: int
     """``M``: the members of the population model (the belief game's)."""
+    padded_members: int | None = None
+    """The members the observed belief has room for (the belief game's
+    ``max_members``); ``None``: ``num_members``."""
 
     def __post_init__(self):
         super().__post_init__()
         if self.num_members < 1:
             raise InvalidParameterError(
                 f"num_members must be >= 1, got {self.num_members}"
+            )
+        if self.padded_members is not None and self.padded_members < self.num_members:
+            raise InvalidParameterError(
+                f"padded_members ({self.padded_members}) must be at least "
+                f"num_members ({self.num_members})"
             )
         width = self.belief_size + 1
         obs_size = self.planner.own_spec.obs_size
@@ -93,14 +101,15 @@ class ObservedBeliefPlanner(_JointBeliefPlanner):
 
     @property
     def belief_size(self) -> int:
-        return self.planner.opponent_model.config.num_intents * self.num_members
+        K = self.planner.opponent_model.config.num_intents
+        return K * (self.padded_members or self.num_members)
 
     def belief(self, obs: jax.Array) -> jax.Array:
         """``[K, M]`` the joint belief at the end of ``obs [A, D]`` (agent 0's: every
         agent of the team observes the same belief)."""
         K = self.planner.opponent_model.config.num_intents
         flat = obs[0, -(self.belief_size + 1) : -1]
-        return flat.reshape(K, self.num_members)
+        return flat.reshape(K, -1)[:, : self.num_members]
 
     def act(
         self,
