@@ -1,6 +1,7 @@
 """Adversarial co-training with opponent modelling: red's population adapts to
-blue generation after generation, blue re-models red without labels and acts
-through its belief (see :mod:`mopa.cotrain.loop`)::
+blue generation after generation, blue keeps what it learned, re-models red
+(without red's private labels) and acts through its belief, or plans against it
+and distils the plan (see :mod:`mopa.cotrain.loop`)::
 
     from mopa.cotrain import CotrainConfig, run_cotrain
     from mopa.experiments.stages import Stages
@@ -13,10 +14,12 @@ its files (results.json, config.json, meta.json, results.md, the curves and
 report.html; the league store in ``runs/cotrain/stages``).
 """
 
+from mopa.cotrain.evaluation import belief_on_red
 from mopa.cotrain.loop import (
     BLUES,
+    PLANNERS,
     CotrainConfig,
-    belief_on_red,
+    meta_weights,
     pool_source,
     read_model,
     read_team,
@@ -28,8 +31,10 @@ from mopa.cotrain.loop import (
 
 __all__ = [
     "BLUES",
+    "PLANNERS",
     "CotrainConfig",
     "belief_on_red",
+    "meta_weights",
     "pool_source",
     "read_model",
     "read_team",
