@@ -122,7 +122,9 @@ def test_the_quick_profile_writes_the_files_and_the_schema(quick_run):
         for cell in rows.values():
             _interval(cell)
     assert set(results["criteria"]) >= {
-        "planner_over_blind/score_vs_held_out",
+        "lookahead_over_blind/score_vs_held_out",
+        "mcts_over_blind/score_vs_population",
+        "distilled_over_lookahead/score_vs_population",
         "distilled_over_blind/exploitability",
         "remodel_over_fit_once/score_vs_newest",
     }

@@ -1348,11 +1348,11 @@ def _eval_stage(
 def criteria(
     config: CotrainConfig, lineages: dict[str, list], runs: list[dict]
 ) -> dict[str, Any]:
-    """The last generation against the issue's criteria, where both sides ran:
-    the planner's and the distilled policy's scores over ``blind``'s (ratio of
-    means, and whether the two 95% intervals are apart), and ``remodel`` against
-    ``fit_once`` on the newest reds; every blue's improvement is in
-    ``improvement``."""
+    """The last generation's comparisons, where both sides ran: each planner's
+    and the distilled policy's scores over ``blind``'s (ratio of means, and
+    whether the two 95% intervals are apart), the distilled policy's over its
+    teacher's, and ``remodel``'s over ``fit_once``'s on the newest reds; every
+    blue's improvement is in ``improvement``."""
 
     def apart(a: dict, b: dict) -> bool:
         return a["ci95"][0] > b["ci95"][1] or b["ci95"][0] > a["ci95"][1]
@@ -1369,17 +1369,21 @@ def criteria(
     last = {blue: generations[-1] for blue, generations in lineages.items()}
     if "plan" in last and "blind" in last:
         plan, blind = last["plan"], last["blind"]
-        planner = plan["planners"][config.teacher]
         for key in ("score_vs_held_out", "score_vs_population"):
-            out[f"planner_over_blind/{key}"] = compare(planner[key], blind[key])
+            for kind in config.planners:
+                out[f"{kind}_over_blind/{key}"] = compare(
+                    plan["planners"][kind][key], blind[key]
+                )
             out[f"distilled_over_blind/{key}"] = compare(plan[key], blind[key])
         out["distilled_over_blind/exploitability"] = compare(
             plan["exploitability"]["score_vs_best_response"],
             blind["exploitability"]["score_vs_best_response"],
         )
-        out["distilled_over_planner/score_vs_population"] = compare(
-            plan["score_vs_population"], planner["score_vs_population"]
-        )
+        teacher = plan["planners"][config.teacher]
+        for key in ("score_vs_population", "score_vs_held_out"):
+            out[f"distilled_over_{config.teacher}/{key}"] = compare(
+                plan[key], teacher[key]
+            )
     if "remodel" in last and "fit_once" in last:
         out["remodel_over_fit_once/score_vs_newest"] = compare(
             last["remodel"]["score_vs_newest"], last["fit_once"]["score_vs_newest"]

@@ -166,6 +166,39 @@ def improvement_rows(results: Mapping) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+STAGE_KINDS = (
+    ("family_", "red's family (co-training runs, scripted clones)"),
+    ("blue_blind_g0", "generation 0's blind blue"),
+    ("blue_model_g0", "generation 0's model blue"),
+    ("model_", "blue's models of red"),
+    ("blue_", "blues, warm-started"),
+    ("distill_", "DAgger distillations"),
+    ("red_", "best responses"),
+    ("eval_", "evaluations (planners included)"),
+)
+"""Stage names' prefixes, in matching order, and what they are."""
+
+
+def stage_time_rows(results: Mapping) -> tuple[list[str], list[list[str]]]:
+    """Wall seconds of the run's stages by kind (as first run; a reused stage
+    counts its first run's time)."""
+    totals: dict[str, list[float]] = {}
+    for name, seconds in results.get("timing_s", {}).items():
+        kind = next((k for k, _ in STAGE_KINDS if name.startswith(k)), "other")
+        totals.setdefault(kind, []).append(float(seconds))
+    labels = dict(STAGE_KINDS)
+    header = ["stages", "count", "wall seconds"]
+    rows = [
+        [labels.get(kind, kind), str(len(totals[kind])), f"{sum(totals[kind]):.0f}"]
+        for kind in [*labels, "other"]
+        if kind in totals
+    ]
+    if rows:
+        every = [x for values in totals.values() for x in values]
+        rows.append(["all", str(len(every)), f"{sum(every):.0f}"])
+    return header, rows
+
+
 def _signed_cell(cell: Mapping) -> str:
     low, high = cell["ci95"]
     return f"{cell['mean']:+.2f} [{low:+.2f}, {high:+.2f}]"
@@ -210,6 +243,7 @@ def results_markdown(results: Mapping) -> str:
         ("Improvement against the held-out reds", improvement_rows(results)),
         ("The last generation's comparisons", criteria_rows(results)),
         ("Blue's models of red", model_rows(results)),
+        ("Where the time went", stage_time_rows(results)),
     ):
         if rows:
             lines += [f"## {title}", "", *markdown_table(header, rows), ""]
@@ -266,6 +300,7 @@ def report_html(results: Mapping, images: list[tuple[str, Path]], sha: str) -> s
         ),
         ("criteria", "The last generation's comparisons", criteria_rows(results)),
         ("models", "Blue's models of red", model_rows(results)),
+        ("timing", "Where the time went", stage_time_rows(results)),
     ):
         if rows:
             tables += [f"<h2>{esc(title)}</h2>", html_table(key, header, rows)]
