@@ -378,3 +378,21 @@ def test_the_first_guess_names_the_corner_the_prey_heads_for():
     battalion, _ = make("battalion", discrete=True)
     with pytest.raises(InvalidParameterError, match="needs a first guess"):
         first_guess(battalion, episodes, 4)
+
+
+@pytest.mark.parametrize("folder", ["cotrain", "cotrain_battalion"])
+def test_results_of_the_earlier_loop_render_every_table_row(folder):
+    """A committed folder written before the loop fitted the population model
+    (style models, one planner, no paired improvement) renders with every table
+    row its own results.md had: its figures, its planner and its styles."""
+    from mopa.report.cotrain_report import results_markdown
+
+    root = Path(__file__).resolve().parents[2] / "results" / folder
+    results = json.loads((root / "results.json").read_text())
+    assert "improvement" not in results  # the earlier format
+    rendered = results_markdown(results).splitlines()
+    earlier = [
+        line for line in (root / "results.md").read_text().splitlines() if "|" in line
+    ]
+    assert any(line.startswith("| plan (planner) |") for line in earlier)
+    assert [line for line in earlier if line not in rendered] == []

@@ -1247,10 +1247,10 @@ def _distill(config, model_path, rollout_path, population, g, progress, folder):
         )
         students.append(weights)
         facts.append([_plain(r._asdict()) for r in rounds])
-        last = rounds[-1]
         progress(
             f"[distill g{g} s{s}] {len(rounds) - 1} rounds: the student scores "
-            f"{last.score:.2f} against the planner's {rounds[0].score:.2f}"
+            f"{_student_score(facts[-1]):.2f} against the planner's "
+            f"{rounds[0].score:.2f}"
         )
     actors = jax.tree.map(lambda *x: np.stack([np.asarray(v) for v in x]), *students)
     train = config.train_config(config.blue_steps, config.seed)
@@ -1259,8 +1259,15 @@ def _distill(config, model_path, rollout_path, population, g, progress, folder):
     return {
         "teacher": config.teacher,
         "seeds": facts,
-        "keeps": [r[-1]["score"] / max(r[0]["score"], 1e-9) for r in facts],
+        "keeps": [_student_score(r) / max(r[0]["score"], 1e-9) for r in facts],
     }
+
+
+def _student_score(rounds: list[dict[str, Any]]) -> float:
+    """The score of the student :func:`~mopa.planning.dagger` returns: the round
+    that met ``keep`` is the last and the best, and without one it returns the
+    best student played."""
+    return max(r["score"] for r in rounds[1:])
 
 
 def _stack_reds(config, paths: list[str]) -> tuple[Any, Any]:

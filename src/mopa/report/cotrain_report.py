@@ -37,6 +37,11 @@ CURVES = (
 """``(path into a generation's results, title)`` of every curve; ``{metric}`` is
 the league's score of blue (results.json's ``metric``: ``captures`` in the pursuit
 games, ``blue_win`` in the battalion)."""
+EARLIER_CURVES = (
+    (("belief_on_newest_red", "accuracy"), "belief accuracy on the newest red"),
+)
+"""Curves of results written before the loop fitted the population model (tables
+in ``results.md`` only)."""
 
 
 def _cell(generation: Mapping, path: tuple[str, ...]) -> Mapping | None:
@@ -49,16 +54,25 @@ def _cell(generation: Mapping, path: tuple[str, ...]) -> Mapping | None:
 def series(results: Mapping) -> dict[str, list[Mapping]]:
     """Every blue's generations, the planning blue's planners and the policy they
     roll out as blues of their own (``plan (lookahead)``, ``plan (mcts)``, ``plan
-    (rollout)``, beside ``plan``, the distilled policy)."""
+    (rollout)``, beside ``plan``, the distilled policy). Results written before
+    the loop evaluated several planners hold one, ``plan (planner)``."""
     out: dict[str, list[Mapping]] = {}
     for blue, generations in results["lineages"].items():
         out[blue] = generations
-        for row in (generations[0].get("planners") or {}) if generations else ():
+        for row in _planners(generations[0]) if generations else ():
             out[f"{blue} ({row})"] = [
-                {"generation": g["generation"], **g["planners"][row]}
+                {"generation": g["generation"], **_planners(g)[row]}
                 for g in generations
             ]
     return out
+
+
+def _planners(generation: Mapping) -> Mapping:
+    """The planning blue's rows of one generation by name (``planner``, the one
+    planner of results written before the loop evaluated several)."""
+    if "planners" in generation:
+        return generation["planners"]
+    return {"planner": generation["planner"]} if "planner" in generation else {}
 
 
 def _rating_name(blue: str, generation: int) -> str:
@@ -137,7 +151,7 @@ def model_rows(results: Mapping) -> tuple[list[str], list[list[str]]]:
     for blue, generations in results["lineages"].items():
         for g in generations:
             model = g.get("model")
-            if not model:
+            if not model or "members" not in model:  # no population model
                 continue
             accuracy = model.get("label_accuracy")
             rows.append(
@@ -154,12 +168,39 @@ def model_rows(results: Mapping) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def style_rows(results: Mapping) -> tuple[list[str], list[list[str]]]:
+    """Every style model of red (results written before the loop fitted the
+    population model: red's styles found by a VAE and k-means): how many styles,
+    and how they match red's identities and intents (adjusted Rand index,
+    purity)."""
+    header = [
+        "blue",
+        "generation",
+        "styles",
+        "ARI vs red identity (purity)",
+        "ARI vs red's intent (purity)",
+    ]
+    rows = []
+    for blue, generations in results["lineages"].items():
+        for g in generations:
+            model = g.get("model")
+            if not model or "num_styles" not in model:
+                continue
+            cells = [
+                f"{score['ari']:.2f} ({score['purity']:.2f})" if score else "-"
+                for score in (model["against_identities"], model.get("against_intents"))
+            ]
+            rows.append([blue, str(g["generation"]), str(model["num_styles"]), *cells])
+    return header, rows
+
+
 def improvement_rows(results: Mapping) -> tuple[list[str], list[list[str]]]:
     """Every blue's score against the held-out reds at the last generation less
-    generation 0's, paired episode by episode."""
+    generation 0's, paired episode by episode (none in results written before the
+    loop paired its generations)."""
     header = ["blue", "last generation less generation 0 (paired)"]
     rows = []
-    for blue, by_row in results["improvement"].items():
+    for blue, by_row in results.get("improvement", {}).items():
         for row, cell in by_row.items():
             name = blue if row == "blue" else f"{blue} ({row})"
             rows.append([name, _signed_cell(cell)])
@@ -171,8 +212,8 @@ STAGE_KINDS = (
     ("blue_blind_g0", "generation 0's blind blue"),
     ("blue_model_g0", "generation 0's model blue"),
     ("model_", "blue's models of red"),
-    ("blue_", "blues, warm-started"),
-    ("distill_", "DAgger distillations"),
+    ("blue_", "blues of generation 1 on"),
+    ("distill_", "the planner's distillations"),
     ("red_", "best responses"),
     ("eval_", "evaluations (planners included)"),
 )
@@ -205,7 +246,8 @@ def _signed_cell(cell: Mapping) -> str:
 
 
 def criteria_rows(results: Mapping) -> tuple[list[str], list[list[str]]]:
-    """The last generation's comparisons: ratio of means, intervals apart."""
+    """The last generation's comparisons: ratio of means, intervals apart (none in
+    results written before the loop compared its blues)."""
     header = ["comparison", "a", "b", "a / b", "95% intervals apart"]
     rows = [
         [
@@ -215,7 +257,7 @@ def criteria_rows(results: Mapping) -> tuple[list[str], list[list[str]]]:
             "-" if c["ratio"] is None else f"{c['ratio']:.2f}",
             "yes" if c["intervals_apart"] else "no",
         ]
-        for name, c in results["criteria"].items()
+        for name, c in results.get("criteria", {}).items()
     ]
     return header, rows
 
@@ -234,7 +276,7 @@ def results_markdown(results: Mapping) -> str:
         *markdown_table(*final_rows(results)),
         "",
     ]
-    for path, title in CURVES:
+    for path, title in (*CURVES, *EARLIER_CURVES):
         header, rows = curve_rows(results, path)
         if rows:
             lines += [f"## {_title(results, title)}", "", *markdown_table(header, rows)]
@@ -243,6 +285,7 @@ def results_markdown(results: Mapping) -> str:
         ("Improvement against the held-out reds", improvement_rows(results)),
         ("The last generation's comparisons", criteria_rows(results)),
         ("Blue's models of red", model_rows(results)),
+        ("Styles found without labels", style_rows(results)),
         ("Where the time went", stage_time_rows(results)),
     ):
         if rows:
