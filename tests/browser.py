@@ -1,6 +1,7 @@
-"""A report opened in headless Chromium (Debian's ``chromium``, driven by
-Playwright), for the tests of every ``report.html``: :func:`report_page` skips the
-test where either is missing, and :func:`assert_plots_unclipped` checks that every
+"""A report or a page opened in headless Chromium (Debian's ``chromium``, driven by
+Playwright), for the tests of every ``report.html`` and of the documentation site:
+:func:`headless_chromium` and :func:`report_page` skip the test where either is
+missing, and :func:`assert_plots_unclipped` checks that every
 embedded plot lies whole on the page with nothing drawn at its edges."""
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ def chromium() -> str | None:
 
 
 @contextlib.contextmanager
-def report_page(report: Path) -> Iterator:
-    """A Playwright page showing ``report`` at :data:`WIDTH` x 900, loaded."""
+def headless_chromium() -> Iterator:
+    """A Playwright browser: Debian's Chromium, headless (skips the test where
+    either is missing)."""
     executable = chromium()
     if executable is None:
         pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
@@ -39,12 +41,19 @@ def report_page(report: Path) -> Iterator:
             executable_path=executable, headless=True, args=["--no-sandbox"]
         )
         try:
-            page = browser.new_page(viewport={"width": WIDTH, "height": 900})
-            page.goto(Path(report).resolve().as_uri())
-            page.wait_for_load_state("load")
-            yield page
+            yield browser
         finally:
             browser.close()
+
+
+@contextlib.contextmanager
+def report_page(report: Path) -> Iterator:
+    """A Playwright page showing ``report`` at :data:`WIDTH` x 900, loaded."""
+    with headless_chromium() as browser:
+        page = browser.new_page(viewport={"width": WIDTH, "height": 900})
+        page.goto(Path(report).resolve().as_uri())
+        page.wait_for_load_state("load")
+        yield page
 
 
 def image_widths(page) -> list[int]:

@@ -1,5 +1,5 @@
 """``python -m mopa``: the mopa command line."""
 
-from mopa.cli.main import main
+from mopa.cli.entry import main
 
 raise SystemExit(main())

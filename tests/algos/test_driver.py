@@ -18,7 +18,7 @@ import mopa
 import mopa.envs
 from mopa.algos import IQLConfig, MAPPOConfig, make_config, preset, run_training
 from mopa.algos.presets import PRESETS
-from mopa.core import checkpoint
+from mopa.core import checkpoint, numerics
 from mopa.errors import CheckpointError, InvalidParameterError, UnknownNameError
 
 TINY = dict(
@@ -127,6 +127,9 @@ def test_sigkilled_cli_run_resumes_to_identical_metrics(uninterrupted, tmp_path)
         "JAX_PLATFORMS": "cpu",
         "JAX_COMPILATION_CACHE_DIR": str(tmp_path / "cache"),
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        # the numerics this process ran the uninterrupted run in (the command
+        # defaults to portable; a test process is native unless told otherwise)
+        numerics.ENVIRONMENT_VARIABLE: numerics.numerics_mode(),
     }
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
     state = out / checkpoint.STATE_FILE
@@ -293,3 +296,33 @@ def test_seeds_sharded_over_devices_compute_what_one_device_computes(uninterrupt
     alone = trainer.policies(carry)["predator"][1]
     for a, b in zip(jax.tree.leaves(sharded), jax.tree.leaves(alone), strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+
+
+def test_a_run_too_large_for_the_machine_is_refused_before_its_folder(
+    tmp_path, monkeypatch
+):
+    """The state of every seed is sized before any of it is allocated, the
+    compiled chunk's working memory before it runs; either too large for the
+    machine refuses the run naming the inputs, and leaves no folder."""
+    from mopa.algos import driver
+    from mopa.algos.trainer import seed_keys
+    from mopa.core import checks
+
+    config = IQLConfig(**TINY)
+    trainer = driver.trainer_factory(config)(config, None)
+    state = jax.eval_shape(jax.vmap(trainer.init), seed_keys(config))
+    state_bytes = checks.tree_bytes(state)
+    assert state_bytes > 640 * 8  # the replay buffers of two seeds, at least
+    out = tmp_path / "run"
+    # Memory for one seed's state but not both: num_seeds is named.
+    monkeypatch.setattr(checks, "host_memory_bytes", lambda: state_bytes * 3 // 4)
+    with pytest.raises(InvalidParameterError, match="num_seeds is too large"):
+        run_training(config, out=out)
+    monkeypatch.setattr(checks, "host_memory_bytes", lambda: state_bytes // 4)
+    with pytest.raises(InvalidParameterError, match="the state of one seed"):
+        run_training(config, out=out)
+    # Room for the state, none for the chunk's working memory.
+    monkeypatch.setattr(checks, "host_memory_bytes", lambda: state_bytes)
+    with pytest.raises(InvalidParameterError, match="num_envs x num_steps"):
+        run_training(config, out=out)
+    assert not out.exists()

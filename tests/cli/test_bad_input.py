@@ -38,6 +38,7 @@ BAD_INPUTS: dict[str, list[tuple[list[str], str]]] = {
     "bench env": [
         (["--batches", "x"], "argument --batches: invalid int value: 'x'"),
         (["--batches", "0"], "--batches must all be >= 1"),
+        (["--batches", "1000000000"], "--batches is too large: 1,000,000,000 games"),
         (["--repeats", "-1"], "--repeats must be >= 1"),
         (["--steps", "0"], "--steps must be >= 1"),
         (["--steps", HUGE], "--steps must be <= 2**31 - 1"),
@@ -66,6 +67,10 @@ BAD_INPUTS: dict[str, list[tuple[list[str], str]]] = {
     "bench planner": [
         (["--modes", "nope"], "unknown planner mode 'nope'"),
         (["--batch", "0"], "--batch must be >= 1"),
+        (
+            ["--batch", "100000000", "--rollouts", "100"],
+            "--batch x --rollouts is too large: 10,000,000,000 games at once",
+        ),
         (["--rollouts", "x"], "argument --rollouts: invalid int value: 'x'"),
         (["--horizon", HUGE], "--horizon must be <= 2**31 - 1"),
         (["--hidden", "0"], "--hidden must all be >= 1"),
@@ -111,6 +116,20 @@ BAD_INPUTS: dict[str, list[tuple[list[str], str]]] = {
         # The inputs first reported as tracebacks (or, for --steps, as a run
         # folder left behind), then the rest.
         (["--algo", "iql", "--steps", "1e30", "--out", "r5"], "total_steps is too"),
+        (
+            # a replay buffer per seed: refused from the state's size before any
+            # of it is allocated (it ran on for minutes)
+            ["--algo", "iql", "--steps", "2e4", "--seeds", "100000", "--out", "R"],
+            "num_seeds is too large: the training state of 100,000 seeds",
+        ),
+        (
+            # an intent game with no intents (it trained and exited 0)
+            [
+                *("--algo", "iql", "--env", "tag_intent", "--steps", "2e4"),
+                *("--seeds", "1", "--env-set", "num_intents=0", "--out", "R"),
+            ],
+            "tag_intent: num_intents must be >= 1, got 0",
+        ),
         (["--algo", "iql", "--set", "lr=fast"], "lr must be a number, got 'fast'"),
         (["--algo", "iql", "--out", "/proc/nowrite"], "cannot write in /proc"),
         (["--algo", "iql", "--out", "file.txt"], "--out file.txt is a file"),
@@ -282,6 +301,11 @@ BAD_INPUTS: dict[str, list[tuple[list[str], str]]] = {
         ),
         (
             ["--side-a", "random", "--side-b", "random", "--env", "tag"]
+            + ["--out", "t", "--episodes", "1000000000"],
+            "num_episodes is too large: 1,000,000,000 games at once",
+        ),
+        (
+            ["--side-a", "random", "--side-b", "random", "--env", "tag"]
             + ["--out", "t", "--pairing", "nope"],
             "--pairing must be one of",
         ),
@@ -443,6 +467,10 @@ BAD_INPUTS: dict[str, list[tuple[list[str], str]]] = {
         (["--league", "league", "--import", "folder"], "folder"),
         (["--league", "new", "--import", "list.json"], "list.json"),
         (["--league", "league", "--import", "wrong_export.json"], "not a league"),
+    ],
+    "docs render": [
+        (["--root", "missing_folder"], "missing_folder has no results/ folder"),
+        (["--root", "folder", "--check"], "folder has no results/ folder"),
     ],
     "verify": [
         (["missing_folder"], "missing_folder"),

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import runpy
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -276,6 +278,33 @@ def test_a_killed_league_resumes_to_the_same_results(quick_run, tmp_path):
     uninterrupted = json.loads((quick_run / "results.json").read_text())
     for key in ("family", "lineages", "final", "ratings"):
         assert json.loads(json.dumps(resumed[key])) == uninterrupted[key], key
+
+
+def test_the_tutorial_runs_the_league_of_two_blues(quick_run, tmp_path, capsys):
+    """``docs/tutorials/cotrain.py`` (the site's "Run the co-training loop"), on a
+    copy of the quick run's stages: every stage it asks for is one the quick run
+    finished (so none runs again), and what it prints are the quick run's
+    figures for its two blues at generation 0."""
+    root = tmp_path / "stages"
+    shutil.copytree(quick_run / "stages", root)
+    tutorial = Path(__file__).resolve().parents[2] / "docs" / "tutorials" / "cotrain.py"
+    argv = sys.argv
+    sys.argv = [str(tutorial), str(root)]
+    try:
+        namespace = runpy.run_path(str(tutorial), run_name="__main__")
+    finally:
+        sys.argv = argv
+    printed = capsys.readouterr().out
+    assert "running" not in printed and "reused" in printed
+    results = namespace["results"]
+    assert set(results["final"]) == {"blind", "remodel"}
+    assert [g["generation"] for g in results["lineages"]["blind"]] == [0]
+    quick = json.loads((quick_run / "results.json").read_text())
+    for blue in ("blind", "remodel"):
+        figure = results["lineages"][blue][0]["score_vs_population"]
+        assert figure == quick["lineages"][blue][0]["score_vs_population"]
+        assert f"{blue:8s} population {figure['mean']:.2f}" in printed
+    assert "blue:remodel_g0" in printed and "red:unaware_s0" in printed
 
 
 def test_the_cli_profiles_are_the_experiments():

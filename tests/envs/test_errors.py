@@ -1,11 +1,16 @@
 """Bad input gets a clear error that names what is wrong."""
 
+import dataclasses
+import math
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mopa.envs import make
+from mopa.core.checks import BOUNDS, Bounds, field_kinds
+from mopa.envs import make, registered_envs
 from mopa.errors import (
     InvalidActionError,
     InvalidParameterError,
@@ -122,3 +127,65 @@ def test_bad_action_shape_and_dtype_caught_under_jit():
             (jnp.zeros(4, jnp.int32), jnp.zeros(1, jnp.int32)),
             params,
         )
+
+
+def _outside(kind, bounds, default):
+    """A value the field refuses: a number for a flag, else one past its declared
+    bounds (below the low end, above the high end, beside the choices), or NaN
+    where every finite number is allowed; shaped like an array default."""
+    if kind is bool:
+        return 2
+    if bounds.choices is not None:
+        value = max(bounds.choices) + 1
+    elif math.isfinite(bounds.low):
+        value = bounds.low - 1
+    elif math.isfinite(bounds.high):
+        value = bounds.high + 1
+    else:
+        value = math.nan
+    if np.ndim(default):
+        return np.full(np.shape(default), value, np.float32)
+    return int(value) if kind is int else float(value)
+
+
+def _fields(name):
+    """``[(field, kind, bounds, default)]`` of every structure and parameter
+    field of the registered game ``name``, read off its dataclasses."""
+    env, params = make(name)
+    game = env.unwrapped if hasattr(env, "unwrapped") else env
+    rows = []
+    for owner in (game, params):
+        kinds = field_kinds(type(owner))
+        for field in dataclasses.fields(owner):
+            if not field.init or field.name in ("name", "base_params"):
+                continue
+            bounds = field.metadata.get(BOUNDS)
+            kind = kinds[field.name]
+            rows.append((field.name, kind, bounds, getattr(owner, field.name)))
+    return rows
+
+
+@pytest.mark.parametrize("name", registered_envs())
+def test_every_field_of_every_game_refuses_a_value_out_of_range(name):
+    """Walk the fields of each registered game (its structure and its parameter
+    dataclasses): every field but a flag declares its bounds, and a value outside
+    them is refused with an error that names the field."""
+    rows = _fields(name)
+    assert "max_steps" in [field for field, *_ in rows]  # the walk reaches params
+    for field, kind, bounds, default in rows:
+        assert kind is bool or bounds is not None, f"{name}.{field} declares no bounds"
+        value = _outside(kind, bounds, default)
+        with pytest.raises(InvalidParameterError) as refused:
+            make(name, **{field: value})
+        assert re.search(rf"\b{field}\b", str(refused.value)), (field, refused.value)
+    assert Bounds(low=0.0).holds(0.0) and not Bounds(low=0.0, open_low=True).holds(0.0)
+    assert not Bounds(low=0.0).holds(math.nan)
+
+
+def test_an_intent_game_needs_its_intents():
+    with pytest.raises(
+        InvalidParameterError, match="tag_intent: num_intents must be >= 1, got 0"
+    ):
+        make("tag_intent", num_intents=0)
+    env, _ = make("tag", num_intents=4)  # intents may be added to the other games
+    assert env.num_intents == 4

@@ -23,12 +23,12 @@ from mopa.eval import (
     play_tournament,
 )
 from mopa.players import PolicyPlayer
-from mopa.policy import PolicySpec, init_params
 from mopa.report.tournament import (
     load_tournament,
     plot_tournament_heatmap,
     save_tournament,
 )
+from tests.concurrency import CALLS, DEVICE_COUNTS, q_spec, run_stress, seeded_params
 
 NUM_EPISODES = 3
 NUM_SEEDS = 2
@@ -53,21 +53,6 @@ class FleeingPrey:
         return jnp.argmax(scores, -1).astype(jnp.int32), carry
 
 
-def _spec(env, team):
-    return PolicySpec(
-        kind="q",
-        num_agents=env.team_sizes[team],
-        obs_size=env.observation_space(team).shape[0],
-        num_actions=5,
-        hidden=(16,),
-    )
-
-
-def _seeds(spec, seed):
-    keys = jax.random.split(jax.random.key(seed), NUM_SEEDS)
-    return jax.vmap(lambda k: init_params(spec, k))(keys)
-
-
 @pytest.fixture(scope="module")
 def game():
     return make("tag")
@@ -78,15 +63,19 @@ def sides(game):
     """Rows: three Q predators (one group; ``pred_a_copy`` has ``pred_a``'s
     weights). Columns: a Q prey and the fleeing prey (two groups)."""
     env, _ = game
-    predator, prey = _spec(env, 0), _spec(env, 1)
-    pred_a = _seeds(predator, 1)
+    predator, prey = q_spec(env, 0), q_spec(env, 1)
+    pred_a = seeded_params(predator, 1, NUM_SEEDS)
     side_a = [
         TournamentEntry("pred_a", PolicyPlayer(predator), pred_a),
-        TournamentEntry("pred_b", PolicyPlayer(predator), _seeds(predator, 2)),
+        TournamentEntry(
+            "pred_b", PolicyPlayer(predator), seeded_params(predator, 2, NUM_SEEDS)
+        ),
         TournamentEntry("pred_a_copy", PolicyPlayer(predator), pred_a),
     ]
     side_b = [
-        TournamentEntry("prey_q", PolicyPlayer(prey), _seeds(prey, 3)),
+        TournamentEntry(
+            "prey_q", PolicyPlayer(prey), seeded_params(prey, 3, NUM_SEEDS)
+        ),
         TournamentEntry("fleeing", FleeingPrey(), {}),
     ]
     return side_a, side_b
@@ -315,3 +304,16 @@ def test_long_tournaments_spread_episodes_over_devices_with_the_same_numbers(
         np.testing.assert_allclose(
             played.returns[0, 0, seed], alone.returns, rtol=1e-6, atol=1e-6
         )
+
+
+@pytest.mark.parametrize("num_devices", DEVICE_COUNTS)
+def test_programs_side_by_side_never_hang(num_devices):
+    """A tournament whose tree search is a program of its own beside the other
+    rows, against a prey that solves linear systems at every step, called 20 times
+    in a process with ``num_devices`` CPU devices, each call under a watchdog: it
+    must finish with the same numbers every call (it hung while the prey's solve
+    was a batched LAPACK kernel; see :mod:`mopa.core.linalg`)."""
+    assert run_stress("tournament", num_devices) == (
+        f"tournament: {CALLS} calls of 2 programs side by side on {num_devices} "
+        "CPU device(s), the same numbers every call"
+    )

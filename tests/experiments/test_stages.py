@@ -11,6 +11,7 @@ import pytest
 from mopa.cli.main import main
 from mopa.experiments import register_experiment
 from mopa.experiments.stages import STAGE_FILE, Stages, file_fingerprint, fingerprint
+from tests.concurrency import CALLS, DEVICE_COUNTS, run_stress
 
 
 def test_fingerprint_ignores_key_order_and_sees_values():
@@ -224,3 +225,16 @@ def test_runner_reuses_stages_between_runs(tmp_path, capsys):
     }
     assert _CALLS == ["data", "fit", "fit"]
     assert "reused" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("num_devices", DEVICE_COUNTS)
+def test_stages_together_never_hang(num_devices):
+    """Three stages run together, each a tournament against a prey that solves
+    linear systems at every step, 20 times in a process with ``num_devices`` CPU
+    devices, each time under a watchdog: every time the same numbers, each stage
+    its own (the three hung while the solve was a batched LAPACK kernel; see
+    :mod:`mopa.core.linalg`)."""
+    assert run_stress("stages", num_devices) == (
+        f"stages: {CALLS} calls of 3 stages together on {num_devices} CPU "
+        "device(s), the same numbers every call"
+    )

@@ -133,9 +133,28 @@ def test_verify_passes_on_an_untouched_folder(written, capsys, tmp_path):
     count = len(flatten(results))
     assert f"{count} of {count} figures match" in out
     assert out.rstrip().endswith("verified")
-    # the rerun went to the scratch folder, the committed files are untouched
+    # the rerun went to the scratch folder, the committed files are untouched and
+    # the outcome is recorded beside them
     assert (tmp_path / "rerun" / "results.json").is_file()
-    assert {p.name: p.read_bytes() for p in written.iterdir() if p.is_file()} == before
+    after = {p.name: p.read_bytes() for p in written.iterdir() if p.is_file()}
+    record = json.loads(after.pop("verify.json"))
+    assert after == before
+    assert f"recorded in {written / 'verify.json'}" in out
+    assert record["passed"] is True and record["first_failure"] is None
+    assert record["compared"] == record["matched"] == count
+    assert record["not_compared"] == 0
+    meta = json.loads((written / "meta.json").read_text())
+    assert record["written_at"] == meta["git_sha"]
+    assert record["cpu"] == meta["machine"]["cpu"]  # the same machine here
+    assert record["command"] == "mopa experiment pola-fig3 --profile quick"
+    assert record["verified_by"] == (
+        f"mopa verify {written} --scratch {tmp_path / 'rerun'}"
+    )
+    assert record["date"][:2] == "20" and record["rerun_wall_s"] > 0
+    # --no-record keeps none
+    (written / "verify.json").unlink()
+    assert main(["verify", str(written), "--no-record"]) == 0
+    assert not (written / "verify.json").exists()
 
 
 def test_verify_fails_naming_a_number_edited_in_results(written, capsys, tmp_path):
@@ -158,6 +177,9 @@ def test_verify_fails_naming_a_number_edited_in_results(written, capsys, tmp_pat
     assert main(["verify", str(folder)]) == 1
     out = capsys.readouterr().out
     assert f"FAILED: 1 figures differ, first {path}" in out
+    record = json.loads((folder / "verify.json").read_text())
+    assert record["passed"] is False and record["first_failure"] == path
+    assert record["matched"] == record["compared"] - 1
     (line,) = [row for row in out.splitlines() if row.startswith(path + " ")]
     assert line.endswith("DIFFERS")
 
@@ -192,6 +214,8 @@ def test_verify_reruns_a_benchmark_from_its_recorded_command(tmp_path, capsys):
     assert re.search(r"0\.steps_per_s .* ok \(x\d+\.\d\d\)", out), out
     assert out.rstrip().endswith("verified")
     assert (tmp_path / "rerun" / "bench_env.json").is_file()
+    record = json.loads(rows_path.with_name("bench_env.verify.json").read_text())
+    assert record["passed"] is True and record["command"] == "mopa " + " ".join(argv)
     # a row that measured something else fails, by name
     rows = json.loads(rows_path.read_text())
     rows[0]["batch"] = 65

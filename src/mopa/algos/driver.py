@@ -43,6 +43,7 @@ from mopa.algos.config import TrainConfig
 from mopa.algos.registry import trainer_factory
 from mopa.algos.trainer import Trainer, seed_keys
 from mopa.core import checkpoint
+from mopa.core.checks import check_fits_memory, largest_leaf, tree_bytes
 from mopa.core.devices import dividing_devices
 from mopa.core.files import atomic_write, check_output_folder, write_json
 from mopa.core.runinfo import run_metadata
@@ -153,6 +154,50 @@ def compile_chunk(
     )
 
 
+def check_state_fits(config: TrainConfig, state: Any) -> None:
+    """Refuse a run whose training state (every seed's networks, optimiser state,
+    games and replay; ``state`` as ``jax.eval_shape`` of the vmapped ``init``
+    gives it) would not fit in this machine's memory.
+
+    Raises:
+        InvalidParameterError: naming ``num_seeds`` when one seed's state fits,
+            else the fields that size one seed's state.
+    """
+    total = tree_bytes(state)
+    per_seed = total / config.num_seeds
+    where = f"most of it in {largest_leaf(state)}"
+    check_fits_memory(
+        "the state of one seed (num_envs, buffer_size, hidden widths)",
+        int(per_seed),
+        f"{config.algo}'s training state of one seed ({where})",
+    )
+    check_fits_memory(
+        "num_seeds",
+        total,
+        f"the training state of {config.num_seeds:,} seeds "
+        f"({per_seed / 2**20:.3g} MiB a seed, {where})",
+    )
+
+
+def check_chunk_fits(config: TrainConfig, run_chunk: Any, state_bytes: int) -> None:
+    """Refuse a run whose compiled chunk (``run_chunk``, compiled, not yet run)
+    needs more working memory beside the ``state_bytes`` of the state than this
+    machine has (XLA's own count; skipped where the backend gives none).
+
+    Raises:
+        InvalidParameterError: naming the fields that size an update's batch.
+    """
+    stats = run_chunk.memory_analysis()
+    if stats is None:
+        return
+    check_fits_memory(
+        "num_seeds x num_envs x num_steps (or batch_size)",
+        state_bytes + stats.temp_size_in_bytes + stats.output_size_in_bytes,
+        f"a chunk of {chunk_length(config):,} updates of {config.num_seeds:,} "
+        f"seeds with its working memory",
+    )
+
+
 def run_training(
     config: TrainConfig,
     out: str | Path | None = None,
@@ -198,18 +243,12 @@ def run_training(
         out = check_output_folder(out, "out")
         _check_saved_config(out, config_dict)
     trainer = (make_trainer or trainer_factory(config))(config, game)
-    carry = jax.jit(jax.vmap(trainer.init))(seed_keys(config))
+    keys = seed_keys(config)
+    state = jax.eval_shape(jax.vmap(trainer.init), keys)
+    check_state_fits(config, state)  # before any of it is allocated
+    carry = jax.jit(jax.vmap(trainer.init))(keys)
     if start is not None:
         carry = _warm_start(trainer, carry, start)
-    history: dict[str, list[np.ndarray]] = {}
-    timing: list[dict[str, float]] = []
-    done_chunks = 0
-    meta = run_metadata(config_dict)
-    if out is not None:
-        done_chunks, carry, history, timing = _prepare_folder(
-            out, config, config_dict, carry, meta
-        )
-    resumed_from = done_chunks
     bounds = chunk_bounds(config)
     sharding = seed_sharding(config.num_seeds)
     if sharding is not None:
@@ -221,6 +260,18 @@ def run_training(
         .compile()
     )
     compile_s = time.perf_counter() - tick
+    check_chunk_fits(config, run_chunk, tree_bytes(state))  # before the folder
+    history: dict[str, list[np.ndarray]] = {}
+    timing: list[dict[str, float]] = []
+    done_chunks = 0
+    meta = run_metadata(config_dict)
+    if out is not None:
+        done_chunks, carry, history, timing = _prepare_folder(
+            out, config, config_dict, carry, meta
+        )
+        if sharding is not None:  # a resumed state is read onto one device
+            carry = jax.device_put(carry, sharding)
+    resumed_from = done_chunks
     for index in range(done_chunks, len(bounds)):
         start, count = bounds[index]
         tick = time.perf_counter()

@@ -118,6 +118,11 @@ def run_planner(args: argparse.Namespace) -> int:
     check_counts("--hidden", args.hidden)
     if args.json:
         check_output_file(args.json, "--json")
+    from mopa.envs import make
+    from mopa.eval.evaluate import check_games_fit
+
+    # every game's rollouts are games at once (times its candidates: more still)
+    check_games_fit(*make("tag"), args.batch * args.rollouts, "--batch x --rollouts")
     print(
         f"{'mode':9s} {'batch':>5s} {'cands':>5s} {'decisions/s':>12s} "
         f"{'greedy/s':>10s} {'slowdown':>8s} {'imagined/s':>11s} {'env/s':>11s} "
@@ -178,6 +183,11 @@ def run_env(args: argparse.Namespace) -> int:
     check_counts("--batches", args.batches)
     if args.json:
         check_output_file(args.json, "--json")
+    from mopa.envs import make
+    from mopa.eval.evaluate import check_games_fit
+
+    for name in envs:  # the largest batch of each game must fit in memory
+        check_games_fit(*make(name), max(args.batches), "--batches")
     include_jaxmarl = not args.no_jaxmarl
     if include_jaxmarl and importlib.util.find_spec("jaxmarl") is None:
         print("jaxmarl is not installed (pip install 'mopa[dev]'): measuring mopa only")

@@ -18,6 +18,7 @@ from typing import NoReturn
 from mopa.cli import (
     bench,
     cotrain,
+    docs,
     envs,
     experiment,
     league,
@@ -29,6 +30,7 @@ from mopa.cli import (
     verify,
 )
 from mopa.cli.records import check_record_output
+from mopa.core.numerics import MODES, numerics_mode
 from mopa.errors import MopaError, UsageError
 
 
@@ -54,6 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
         "compilation cache (also MOPA_COMPILE_CACHE=0; MOPA_COMPILE_CACHE_DIR "
         "moves it from ~/.cache/mopa/jax)",
     )
+    parser.add_argument(
+        "--numerics",
+        choices=MODES,
+        help="portable (the default): the same digits on every x86-64 processor; "
+        "native: the fastest code for this processor (mopa.core.numerics). Chosen "
+        "when mopa starts; also MOPA_NUMERICS",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     bench.add_parser(commands)
     envs.add_parsers(commands)
@@ -66,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     tournament.add_parser(commands)
     league.add_parser(commands)
     verify.add_parser(commands)
+    docs.add_parser(commands)
     return parser
 
 
@@ -82,6 +92,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from mopa.core.devices import use_cpu_devices, use_quick_compile
 
     try:
+        if args.numerics is not None and args.numerics != numerics_mode():
+            raise UsageError(
+                f"--numerics {args.numerics}: this process already runs "
+                f"{numerics_mode()} numerics; the mode is chosen when the mopa "
+                "command starts (mopa --numerics MODE COMMAND ...)"
+            )
         if hasattr(args, "check"):
             args.check(args)  # a command's own checks, before JAX starts
         check_record_output(args)

@@ -51,6 +51,15 @@ def benchmark_meta_path(rows_path: Path) -> Path:
     return rows_path.with_name(rows_path.stem + ".meta.json")
 
 
+def verify_record_path(checked: Path) -> Path:
+    """Where ``mopa verify`` keeps the record of verifying ``checked``
+    (:func:`mopa.experiments.verify.verify_record`): ``verify.json`` inside a
+    result folder, ``NAME.verify.json`` beside a benchmark's ``NAME.json``."""
+    if checked.is_dir():
+        return checked / "verify.json"
+    return checked.with_name(f"{checked.stem}.verify.json")
+
+
 def write_benchmark(
     args: argparse.Namespace, rows: Any, config: dict[str, Any]
 ) -> None:

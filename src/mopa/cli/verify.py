@@ -8,6 +8,7 @@ import json
 import tempfile
 from pathlib import Path
 
+from mopa.cli.records import add_record_flags, verify_record_path
 from mopa.errors import InvalidParameterError
 
 
@@ -24,7 +25,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "relative, and times are shown, not compared; for benchmarks what was "
         "measured must match exactly and every measurement within a factor 2.5 "
         "(mopa.experiments.verify says why). Exits 0 only when every number "
-        "matches, 1 when one does not.",
+        "matches, 1 when one does not. The outcome is kept beside RESULT "
+        "(verify.json in a result folder, NAME.verify.json beside a benchmark's "
+        "rows) for the results pages (mopa docs render).",
     )
     parser.add_argument("folder", type=Path, metavar="RESULT")
     parser.add_argument(
@@ -37,6 +40,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--failures-only",
         action="store_true",
         help="print only the numbers that do not match",
+    )
+    parser.add_argument(
+        "--no-record",
+        action="store_true",
+        help="keep no record of the outcome beside RESULT",
+    )
+    add_record_flags(
+        parser, lambda args: None if args.no_record else verify_record_path(args.folder)
     )
     parser.set_defaults(check=check, run=run)
 
@@ -52,9 +63,33 @@ def check(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from mopa.core.numerics import numerics_mode
+    from mopa.core.runinfo import git_state
+    from mopa.experiments.verify import recorded_benchmark, recorded_run
+
+    recorded = (recorded_benchmark if args.folder.is_file() else recorded_run)(
+        args.folder
+    )
+    if recorded.numerics != numerics_mode():
+        return _rerun_in(recorded.numerics, args)
+    args.git_state = git_state()  # the source that reruns, for the record
     if args.folder.is_file():
         return _verify_benchmark(args)
     return _verify_experiment(args)
+
+
+def _rerun_in(mode: str, args: argparse.Namespace) -> int:
+    """This verify in a new ``mopa`` process computing in ``mode``, the numerics
+    the record was written in (a process's mode is fixed when it starts)."""
+    import subprocess
+    import sys
+
+    command = args.argv[args.argv.index("verify") :]
+    print(f"verify: {args.folder} was computed in {mode} numerics; rerunning in them")
+    options = ["--no-compile-cache"] if args.no_compile_cache else []
+    return subprocess.run(
+        [sys.executable, "-m", "mopa", "--numerics", mode, *options, *command]
+    ).returncode
 
 
 def _verify_experiment(args: argparse.Namespace) -> int:
@@ -108,9 +143,15 @@ def _text(value) -> str:
 
 
 def _print_report(recorded, comparisons, wall_s: float, args) -> int:
-    """Print the figures side by side and the verdict; returns the exit code."""
+    """Print the figures side by side and the verdict, and keep the record of it
+    beside what was checked (unless ``--no-record``); returns the exit code."""
+    from mopa.core.files import write_json
     from mopa.core.runinfo import git_sha
-    from mopa.experiments.verify import NOT_COMPARED, same_machine_notes
+    from mopa.experiments.verify import (
+        NOT_COMPARED,
+        same_machine_notes,
+        verify_record,
+    )
 
     for note in same_machine_notes(recorded):
         print(f"note: {note}")
@@ -139,6 +180,13 @@ def _print_report(recorded, comparisons, wall_s: float, args) -> int:
         f"({len(comparisons) - len(compared)} not compared); rerun {wall_s:.0f} s "
         f"at {git_sha()}"
     )
+    if not args.no_record:
+        path = verify_record_path(args.folder)
+        record = verify_record(
+            recorded, comparisons, wall_s, args.git_state, getattr(args, "argv", None)
+        )
+        write_json(path, record)
+        print(f"recorded in {path}")
     if failures:
         print(f"FAILED: {len(failures)} figures differ, first {failures[0].path}")
         return 1

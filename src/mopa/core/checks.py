@@ -347,6 +347,97 @@ def check_counts(name: str, values: list[int]) -> None:
         check_count(name, value)
 
 
+# -- declared ranges of fields ------------------------------------------------------
+BOUNDS = "bounds"
+"""Metadata key of a field's :class:`Bounds` (:func:`bounded`)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Bounds:
+    """The values a numeric field may take: an interval (each end included unless
+    ``open_low`` / ``open_high``), or a few ``choices``. ``Bounds()`` allows every
+    finite number."""
+
+    low: float = -math.inf
+    high: float = math.inf
+    open_low: bool = False
+    open_high: bool = False
+    choices: tuple[float, ...] | None = None
+
+    def holds(self, value: Any) -> bool:
+        """Whether every number of ``value`` (a scalar or an array) is allowed."""
+        array = np.asarray(value, np.float64)
+        if self.choices is not None:
+            return bool(np.all(np.isin(array, self.choices)))
+        above = array > self.low if self.open_low else array >= self.low
+        below = array < self.high if self.open_high else array <= self.high
+        return bool(np.all(above & below & np.isfinite(array)))
+
+    def describe(self) -> str:
+        """How an error says what is allowed: ``>= 0``, ``in (0, 1]``, ..."""
+        if self.choices is not None:
+            *rest, last = (f"{c:g}" for c in self.choices)
+            return f"{', '.join(rest)} or {last}" if rest else last
+        low, high = math.isfinite(self.low), math.isfinite(self.high)
+        if low and high:
+            return (
+                f"in {'(' if self.open_low else '['}{self.low:g}, {self.high:g}"
+                f"{')' if self.open_high else ']'}"
+            )
+        if low:
+            return f"{'>' if self.open_low else '>='} {self.low:g}"
+        if high:
+            return f"{'<' if self.open_high else '<='} {self.high:g}"
+        return "finite"
+
+
+def bounded(default: Any = dataclasses.MISSING, **bounds: Any) -> Any:
+    """A dataclass field (also of a ``flax.struct`` dataclass, as a pytree leaf)
+    whose allowed values are ``Bounds(**bounds)``, checked by
+    :func:`check_bounds`. ``default`` may be a ``default_factory`` given by that
+    keyword instead."""
+    factory = bounds.pop("default_factory", dataclasses.MISSING)
+    return dataclasses.field(
+        default=default,
+        default_factory=factory,
+        metadata={BOUNDS: Bounds(**bounds)},
+    )
+
+
+def field_bounds(cls: Any) -> dict[str, Bounds]:
+    """``{field: Bounds}`` of the dataclass (or instance) ``cls``'s bounded
+    fields."""
+    return {
+        f.name: f.metadata[BOUNDS]
+        for f in dataclasses.fields(cls)
+        if BOUNDS in f.metadata
+    }
+
+
+def check_bounds(
+    owner: str, obj: Any, label: str = "", extra: Mapping[str, Bounds] | None = None
+) -> None:
+    """Raise naming the first bounded field of the dataclass ``obj`` (a game's
+    structure or its parameters, concrete) whose value lies outside its
+    :class:`Bounds`: ``"{owner}: {label}{field} must be >= 0, got -1.0"``.
+
+    Args:
+        extra: bounds that hold as well (a game variant's own), checked after
+            the fields' declared ones.
+
+    Raises:
+        InvalidParameterError: a value outside its field's bounds.
+    """
+    for name, bounds in [*field_bounds(obj).items(), *(extra or {}).items()]:
+        value = getattr(obj, name)
+        if value is None or bounds.holds(value):
+            continue
+        shown = np.asarray(value).tolist()
+        raise InvalidParameterError(
+            f"{owner}: {label}{name} must be {bounds.describe()}, got {shown}"
+        )
+
+
 # -- sizes that fit the machine ------------------------------------------------------
 def host_memory_bytes() -> int:
     """This machine's physical memory in bytes."""
@@ -362,6 +453,34 @@ def check_fits_memory(name: str, num_bytes: int, what: str) -> None:
             f"{name} is too large: {what} would take {_gib(num_bytes)}, and this "
             f"machine has {_gib(available)}"
         )
+
+
+def tree_bytes(tree: Any) -> int:
+    """Bytes of every array leaf of ``tree`` (arrays, or the shapes
+    ``jax.eval_shape`` gives: nothing need be allocated to size a run)."""
+    return sum(
+        math.prod(np.shape(leaf)) * leaf.dtype.itemsize for leaf in _array_leaves(tree)
+    )
+
+
+def largest_leaf(tree: Any) -> str:
+    """The path of ``tree``'s largest array leaf (``.buffer.obs``), for an error
+    that says where the bytes go."""
+    import jax
+
+    leaves = jax.tree_util.tree_leaves_with_path(tree)
+    path, _ = max(
+        leaves,
+        key=lambda item: tree_bytes(item[1]),
+        default=((), None),
+    )
+    return jax.tree_util.keystr(path)
+
+
+def _array_leaves(tree: Any) -> list:
+    import jax
+
+    return [leaf for leaf in jax.tree.leaves(tree) if hasattr(leaf, "dtype")]
 
 
 def _gib(num_bytes: float) -> str:

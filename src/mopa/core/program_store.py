@@ -21,9 +21,10 @@ same, so a stale program is never run. Its key is a hash of:
 - every dynamic argument's tree structure (each node's type and static data,
   walked the same way), shape, dtype, weak type and sharding;
 - the source of every mopa module, the versions of Python, JAX, jaxlib, Flax,
-  Optax, chex, mctx and NumPy, the backend and its devices, and every global JAX
-  setting (``jax.config.values``; a setting changed only inside a thread-local
-  context manager is not seen).
+  Optax, chex, mctx and NumPy, the backend and its devices, the numerics mode
+  (:mod:`mopa.core.numerics`) and every global JAX setting
+  (``jax.config.values``; a setting changed only inside a thread-local context
+  manager is not seen).
 
 The source is hashed as the files hold it: a mopa function replaced while a
 process runs (monkeypatched) is not seen by the key, so such a process should turn
@@ -57,6 +58,7 @@ import jax
 import numpy as np
 
 from mopa.core.files import atomic_write
+from mopa.core.numerics import numerics_mode
 from mopa.core.runinfo import package_versions
 
 _MAGIC = b"mopa-program 1\n"
@@ -180,10 +182,11 @@ def _installation() -> str:
 
 
 def _context() -> str:
-    """The backend, its devices and every global JAX setting."""
+    """The backend, its devices, every global JAX setting and the numerics mode
+    (portable mode lowers dots its own way, :mod:`mopa.core.numerics`)."""
     devices = [(d.platform, d.device_kind, d.id) for d in jax.devices()]
     settings = sorted((k, repr(v)) for k, v in jax.config.values.items())
-    return f"{jax.default_backend()}:{devices}:{settings}"
+    return f"{jax.default_backend()}:{devices}:{settings}:{numerics_mode()}"
 
 
 def _structure(tree: Any) -> str:

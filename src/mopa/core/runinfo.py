@@ -107,10 +107,13 @@ def check_clean_for(path: str | Path, allow_dirty: bool = False) -> None:
 
 def run_metadata(config: dict[str, Any]) -> dict[str, Any]:
     """``{"config", "versions", "git_sha", "git_dirty", "git_diff_sha256",
-    "platform", "machine"}`` for a run; ``machine`` holds the CPU count, the JAX
-    devices and :func:`cpu_description`. Call it when the run starts: the source it
-    records is the source that ran."""
+    "platform", "machine", "numerics"}`` for a run; ``machine`` holds the CPU
+    count, the JAX devices and :func:`cpu_description`, ``numerics`` the mode the
+    process computes in (:func:`mopa.core.numerics.numerics_record`). Call it when
+    the run starts: the source it records is the source that ran."""
     import jax
+
+    from mopa.core.numerics import numerics_record
 
     state = git_state()
     return {
@@ -125,6 +128,7 @@ def run_metadata(config: dict[str, Any]) -> dict[str, Any]:
             "devices": [str(d) for d in jax.devices()],
             "cpu": cpu_description(),
         },
+        "numerics": numerics_record(),
     }
 
 
@@ -136,10 +140,12 @@ ISA_FLAGS = (
 
 
 def cpu_description() -> dict[str, Any]:
-    """``{"model", "isa"}``: the processor's name and which of :data:`ISA_FLAGS` it
-    has. XLA compiles for the processor it runs on, so the float rounding of a
-    program, and a training run that amplifies it, can differ between processors
-    with the same jax, code and seeds; a result records where it was computed."""
+    """``{"model", "isa", "l1d_kib"}``: the processor's name, which of
+    :data:`ISA_FLAGS` it has and its L1 data cache per core. XLA compiles for the
+    processor it runs on, and Eigen blocks its products by the L1 cache, so in
+    native numerics the float rounding of a program, and a training run that
+    amplifies it, can differ between processors with the same jax, code and seeds
+    (:mod:`mopa.core.numerics`); a result records where it was computed."""
     model, flags = platform.processor() or None, set()
     try:
         with open("/proc/cpuinfo") as cpuinfo:
@@ -152,7 +158,27 @@ def cpu_description() -> dict[str, Any]:
                     break
     except OSError:  # not Linux
         pass
-    return {"model": model, "isa": [flag for flag in ISA_FLAGS if flag in flags]}
+    return {
+        "model": model,
+        "isa": [flag for flag in ISA_FLAGS if flag in flags],
+        "l1d_kib": _l1d_kib(),
+    }
+
+
+def _l1d_kib() -> int | None:
+    """The first core's L1 data cache in KiB, as Linux reports it (``None``
+    elsewhere)."""
+    folder = Path("/sys/devices/system/cpu/cpu0/cache")
+    for index in sorted(folder.glob("index*")):
+        try:
+            level = (index / "level").read_text().strip()
+            kind = (index / "type").read_text().strip()
+            size = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        if level == "1" and kind == "Data" and size.endswith("K"):
+            return int(size[:-1])
+    return None
 
 
 def _cpu_count() -> int | None:

@@ -1,10 +1,11 @@
 """mopa's games: a functional multi-agent API, the registry and the pursuit family.
 
->>> import jax, mopa.envs
->>> env, params = mopa.envs.make("tag")
->>> obs, state = env.reset(jax.random.key(0), params)
->>> [o.shape for o in obs]
-[(3, 16), (1, 14)]
+Examples:
+    >>> import jax, mopa.envs
+    >>> env, params = mopa.envs.make("tag")
+    >>> obs, state = env.reset(jax.random.key(0), params)
+    >>> [o.shape for o in obs]
+    [(3, 16), (1, 14)]
 """
 
 from mopa.envs.base import Env, StepOutput, TeamArrays

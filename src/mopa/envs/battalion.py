@@ -90,6 +90,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from mopa.core.checks import bounded, check_bounds
 from mopa.envs.base import Env, StepOutput, TeamArrays
 from mopa.envs.spaces import Box
 from mopa.errors import InvalidParameterError
@@ -120,96 +121,98 @@ def _default_red_probs() -> np.ndarray:
 class BattalionParams:
     """Every number of a battalion game. Scalars unless noted; all may be vmapped."""
 
-    map_width: float = 1000.0
+    map_width: float = bounded(1000.0, low=0.0, open_low=True)
     """Map width in metres."""
-    map_height: float = 1000.0
+    map_height: float = bounded(1000.0, low=0.0, open_low=True)
     """Map height in metres."""
-    max_steps: int = 500
+    max_steps: int = bounded(500, low=1)
     """Steps per episode; ``truncated`` is true on the last."""
-    dt: float = 0.1
+    dt: float = bounded(0.1, low=0.0, open_low=True)
     """Seconds per step."""
-    max_speed: float = 50.0
+    max_speed: float = bounded(50.0, low=0.0, open_low=True)
     """Speed at ``move`` 1 on flat ground, metres per second (5 m per step)."""
-    max_turn: float = 0.1
+    max_turn: float = bounded(0.1, low=0.0, high=1.0)
     """Turn at ``rotate`` 1, radians per step (at most 1)."""
-    fire_range: float = 200.0
+    fire_range: float = bounded(200.0, low=0.0, open_low=True)
     """Range of fire in metres; damage falls linearly to 0 there."""
-    fire_arc: float = float(np.pi / 4)
+    fire_arc: float = bounded(float(np.pi / 4), low=0.0, open_low=True)
     """Half-width of the frontal fire arc in radians."""
-    base_damage: float = 0.05
+    base_damage: float = bounded(0.05, low=0.0)
     """Strength lost per step at contact range, full intensity and strength."""
-    flank_mult: float = 1.5
+    flank_mult: float = bounded(1.5, low=0.0)
     """Damage multiplier of a shot arriving 45 to 135 degrees off the facing."""
-    rear_mult: float = 2.0
+    rear_mult: float = bounded(2.0, low=0.0)
     """Damage multiplier of a shot arriving more than 135 degrees off the facing."""
-    morale_loss: float = 1.5
+    morale_loss: float = bounded(1.5, low=0.0)
     """Morale lost per unit of strength lost."""
-    morale_recovery: float = 0.01
+    morale_recovery: float = bounded(0.01, low=0.0)
     """Morale regained on a step without damage."""
-    rout_threshold: float = 0.25
+    rout_threshold: float = bounded(0.25, low=0.0, open_low=True)
     """Below this morale a unit may rout, with probability 1 - morale / threshold."""
-    destroyed_threshold: float = 0.01
+    destroyed_threshold: float = bounded(0.01, low=0.0)
     """A unit with at most this strength is destroyed."""
-    hill_speed_factor: float = 0.5
+    hill_speed_factor: float = bounded(0.5, low=0.0, high=1.0, open_low=True)
     """Speed factor on the highest cell (1 = hills do not slow)."""
     flat_terrain: bool = False
     """Open flat ground (no hills, no forests) instead of procedural terrain."""
-    hill_sigma_low: float = 0.05
+    hill_sigma_low: float = bounded(0.05, low=0.0, open_low=True)
     """Lower end of a hill's width, in map units (the map is 1 wide)."""
-    hill_sigma_high: float = 0.2
+    hill_sigma_high: float = bounded(0.2, low=0.0, open_low=True)
     """Upper end of a hill's width, in map units."""
-    forest_sigma_low: float = 0.05
+    forest_sigma_low: float = bounded(0.05, low=0.0, open_low=True)
     """Lower end of a forest's width, in map units."""
-    forest_sigma_high: float = 0.2
+    forest_sigma_high: float = bounded(0.2, low=0.0, open_low=True)
     """Upper end of a forest's width, in map units."""
-    forest_cover: float = 0.5
+    forest_cover: float = bounded(0.5, low=0.0, high=1.0)
     """Peak cover of a forest (times U(0.5, 1)); cover c scales damage by 1 - c."""
-    blue_x_low: float = 0.1
+    blue_x_low: float = bounded(0.1, low=0.0, high=1.0)
     """Blue starts with x uniform in [blue_x_low, blue_x_high] x map width."""
-    blue_x_high: float = 0.4
+    blue_x_high: float = bounded(0.4, low=0.0, high=1.0)
     """See ``blue_x_low``."""
-    red_x_low: float = 0.6
+    red_x_low: float = bounded(0.6, low=0.0, high=1.0)
     """Red starts with x uniform in [red_x_low, red_x_high] x map width."""
-    red_x_high: float = 0.9
+    red_x_high: float = bounded(0.9, low=0.0, high=1.0)
     """See ``red_x_low``."""
-    y_low: float = 0.1
+    y_low: float = bounded(0.1, low=0.0, high=1.0)
     """Both start with y uniform in [y_low, y_high] x map height."""
-    y_high: float = 0.9
+    y_high: float = bounded(0.9, low=0.0, high=1.0)
     """See ``y_low``."""
-    facing_spread: float = float(np.pi / 4)
+    facing_spread: float = bounded(float(np.pi / 4), low=0.0)
     """Start facing: east (Blue) or west (Red) plus U(-spread, spread)."""
-    fog_range: float = 1e9
+    fog_range: float = bounded(1e9, low=0.0, open_low=True)
     """Enemies farther than this are hidden in ``multi_battalion`` (600 there)."""
-    reward_dealt: float = 5.0
+    reward_dealt: float = bounded(5.0, low=0.0)
     """Reward per unit of damage dealt."""
-    reward_received: float = 5.0
+    reward_received: float = bounded(5.0, low=0.0)
     """Penalty per unit of damage received."""
-    reward_win: float = 10.0
+    reward_win: float = bounded(10.0, low=0.0)
     """Paid to every agent of the winning team."""
-    reward_loss: float = 10.0
+    reward_loss: float = bounded(10.0, low=0.0)
     """Taken from every agent of the losing team."""
-    reward_step: float = 0.01
+    reward_step: float = bounded(0.01, low=0.0)
     """Taken from every unit in play at the start of a step."""
-    red_probs: jax.Array = struct.field(default_factory=_default_red_probs)
+    red_probs: jax.Array = bounded(
+        default_factory=_default_red_probs, low=0.0, high=1.0
+    )
     """``[NUM_RED_TYPES]`` distribution of the scripted Red type drawn per episode
     by :class:`~mopa.envs.battalion_wrappers.ScriptedRed` (ignored otherwise)."""
-    rush_range: float = 50.0
+    rush_range: float = bounded(50.0, low=0.0)
     """Scripted ``rush``: distance it closes to."""
-    flank_offset: float = 150.0
+    flank_offset: float = bounded(150.0, low=0.0)
     """Scripted ``flank_*``: its waypoint beside Blue is ``FLANK_WIDE`` times this
     away (out of range) until it charges at ``FLANK_STEP``
     (:mod:`mopa.envs.scripted_red`)."""
-    flank_reach: float = 30.0
+    flank_reach: float = bounded(30.0, low=0.0)
     """Scripted ``flank_*``: within this of the waypoint it turns to fight."""
-    standoff_range: float = 190.0
+    standoff_range: float = bounded(190.0, low=0.0)
     """Scripted ``standoff``: the distance it keeps (within +-7.5 m)."""
-    hold_radius: float = 300.0
+    hold_radius: float = bounded(300.0, low=0.0)
     """Scripted ``hold``: it picks the best cell within this of its start."""
-    feint_range: float = 300.0
+    feint_range: float = bounded(300.0, low=0.0)
     """Scripted ``feint``: distance it closes to after withdrawing."""
-    feint_withdraw_step: int = 120
+    feint_withdraw_step: int = bounded(120, low=0)
     """Scripted ``feint``: step at which it stops withdrawing and turns to close."""
-    feint_rush_step: int = 200
+    feint_rush_step: int = bounded(200, low=0)
     """Scripted ``feint``: step at which it charges."""
 
 
@@ -233,18 +236,6 @@ class BattalionState:
     step: jax.Array  # [] int32 steps taken so far
 
 
-_POSITIVE = (
-    "map_width", "map_height", "dt", "max_speed", "fire_range", "fire_arc",
-    "rout_threshold", "hill_sigma_low", "forest_sigma_low", "fog_range",
-)  # fmt: skip
-_NONNEGATIVE = (
-    "max_turn", "base_damage", "flank_mult", "rear_mult", "morale_loss",
-    "morale_recovery", "destroyed_threshold", "facing_spread", "reward_dealt",
-    "reward_received", "reward_win", "reward_loss", "reward_step", "rush_range",
-    "flank_offset", "flank_reach", "standoff_range", "hold_radius", "feint_range",
-)  # fmt: skip
-_UNIT_INTERVAL = ("forest_cover", "blue_x_low", "blue_x_high", "red_x_low",
-                  "red_x_high", "y_low", "y_high")  # fmt: skip
 _ORDERED = (
     ("blue_x_low", "blue_x_high"), ("red_x_low", "red_x_high"), ("y_low", "y_high"),
     ("hill_sigma_low", "hill_sigma_high"), ("forest_sigma_low", "forest_sigma_high"),
@@ -259,46 +250,23 @@ def _values(params: BattalionParams, field: str) -> np.ndarray:
 def validate_battalion_params(name: str, params: BattalionParams) -> None:
     """Raise :class:`InvalidParameterError` naming the first invalid field."""
 
-    def fail(field: str, rule: str) -> None:
-        raise InvalidParameterError(
-            f"{name}: parameter {field} must {rule}, got "
-            f"{np.asarray(getattr(params, field)).tolist()}"
-        )
-
-    for field in _POSITIVE:
-        value = _values(params, field)
-        if np.any(~(value > 0)):
-            fail(field, "be > 0")
-    for field in _NONNEGATIVE:
-        value = _values(params, field)
-        if np.any(~(value >= 0)):
-            fail(field, "be >= 0")
-    for field in _UNIT_INTERVAL:
-        value = _values(params, field)
-        if np.any(~((value >= 0) & (value <= 1))):
-            fail(field, "lie in [0, 1]")
+    check_bounds(name, params, "parameter ")
     for low, high in _ORDERED:
         if np.any(_values(params, low) > _values(params, high)):
             raise InvalidParameterError(
                 f"{name}: parameter {low} ({_values(params, low).tolist()}) must not "
                 f"exceed {high} ({_values(params, high).tolist()})"
             )
-    if np.any(_values(params, "max_steps") < 1):
-        fail("max_steps", "be >= 1")
-    turn = _values(params, "max_turn")
-    if np.any(turn > 1):
-        fail("max_turn", "be at most 1 radian per step")
-    speed = _values(params, "hill_speed_factor")
-    if np.any(~((speed > 0) & (speed <= 1))):
-        fail("hill_speed_factor", "lie in (0, 1]")
     probs = np.asarray(params.red_probs, np.float64)
     if probs.shape[-1:] != (NUM_RED_TYPES,):
         raise InvalidParameterError(
             f"{name}: parameter red_probs must have shape ({NUM_RED_TYPES},), "
             f"got {probs.shape}"
         )
-    if np.any(~(probs >= 0)) or np.any(np.abs(probs.sum(-1) - 1) > 1e-4):
-        fail("red_probs", "be non-negative and sum to 1")
+    if np.any(np.abs(probs.sum(-1) - 1) > 1e-4):
+        raise InvalidParameterError(
+            f"{name}: parameter red_probs must sum to 1, got {probs.tolist()}"
+        )
 
 
 # -- terrain -------------------------------------------------------------------
@@ -407,13 +375,13 @@ class BattalionEnv(Env):
     """
 
     name: str = "battalion"
-    num_blue: int = 1
-    num_red: int = 1
+    num_blue: int = bounded(1, low=1)
+    num_red: int = bounded(1, low=1)
     local_obs: bool = False
-    terrain_size: int = 20
-    num_hills: int = 5
-    num_forests: int = 3
-    los_samples: int = 20
+    terrain_size: int = bounded(20, low=1)
+    num_hills: int = bounded(5, low=0)
+    num_forests: int = bounded(3, low=0)
+    los_samples: int = bounded(20, low=2)
     base_params: BattalionParams = dataclasses.field(
         default_factory=BattalionParams, compare=False, hash=False
     )
@@ -421,20 +389,7 @@ class BattalionEnv(Env):
     team_names = ("blue", "red")
 
     def __post_init__(self):
-        for field in ("num_blue", "num_red", "terrain_size"):
-            if getattr(self, field) < 1:
-                raise InvalidParameterError(
-                    f"{self.name}: {field} must be >= 1, got {getattr(self, field)}"
-                )
-        for field in ("num_hills", "num_forests"):
-            if getattr(self, field) < 0:
-                raise InvalidParameterError(
-                    f"{self.name}: {field} must be >= 0, got {getattr(self, field)}"
-                )
-        if self.los_samples < 2:
-            raise InvalidParameterError(
-                f"{self.name}: los_samples must be >= 2, got {self.los_samples}"
-            )
+        check_bounds(self.name, self)
 
     # -- structure ---------------------------------------------------------------
     @property

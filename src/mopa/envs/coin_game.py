@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from mopa.core.checks import bounded, check_bounds
 from mopa.envs.base import Env, StepOutput, TeamArrays
 from mopa.envs.spaces import Box, Discrete
 from mopa.errors import InvalidParameterError
@@ -56,11 +57,11 @@ OPPOSITE_MOVE = np.array([1, 0, 3, 2, 4], np.int32)
 class CoinGameParams:
     """Numbers of a Coin Game; all may be vmapped."""
 
-    max_steps: int = 50
+    max_steps: int = bounded(50, low=1)
     """Steps per episode; ``truncated`` is true on the last."""
-    pickup_reward: float = 1.0
+    pickup_reward: float = bounded(1.0, low=0.0)
     """Paid to an agent for every coin it picks up, whatever the colour."""
-    stolen_penalty: float = 2.0
+    stolen_penalty: float = bounded(2.0, low=0.0)
     """Taken from an agent when the other agent picks up a coin of its colour."""
 
 
@@ -80,8 +81,8 @@ class CoinGameEnv(Env):
     on a ``grid_size`` x ``grid_size`` torus."""
 
     name: str = "coin_game"
-    num_coins: int = 1
-    grid_size: int = 3
+    num_coins: int = bounded(1, choices=(1, 2))
+    grid_size: int = bounded(3, low=2)
     base_params: CoinGameParams = dataclasses.field(
         default_factory=CoinGameParams, compare=False, hash=False
     )
@@ -90,12 +91,7 @@ class CoinGameEnv(Env):
     team_sizes = (1, 1)
 
     def __post_init__(self):
-        if self.num_coins not in (1, 2):
-            raise InvalidParameterError(
-                f"num_coins must be 1 or 2, got {self.num_coins}"
-            )
-        if self.grid_size < 2:
-            raise InvalidParameterError(f"grid_size must be >= 2, got {self.grid_size}")
+        check_bounds(self.name, self)
 
     @property
     def num_actions(self) -> int:
@@ -117,18 +113,7 @@ class CoinGameEnv(Env):
 
     def validate_params(self, params: CoinGameParams) -> None:
         """Raise :class:`InvalidParameterError` naming the first invalid field."""
-        if np.any(np.asarray(params.max_steps) < 1):
-            raise InvalidParameterError(
-                f"{self.name}: parameter max_steps must be >= 1, got "
-                f"{np.asarray(params.max_steps).tolist()}"
-            )
-        for field in ("pickup_reward", "stolen_penalty"):
-            value = np.asarray(getattr(params, field))
-            if np.any(~np.isfinite(value)):
-                raise InvalidParameterError(
-                    f"{self.name}: parameter {field} must be finite, "
-                    f"got {value.tolist()}"
-                )
+        check_bounds(self.name, params, "parameter ")
 
     # -- helpers -----------------------------------------------------------------
     def _free_cell(self, key: jax.Array, pos: jax.Array) -> jax.Array:
@@ -234,7 +219,12 @@ def make_coin_game(name: str, **overrides: Any) -> tuple[CoinGameEnv, CoinGamePa
     from mopa.envs.registry import split_overrides
 
     structure, params = split_overrides(name, CoinGameEnv, CoinGameParams, overrides)
-    structure.pop("num_coins", None)
+    coins = structure.pop("num_coins", VARIANTS[name])
+    if coins != VARIANTS[name]:
+        raise InvalidParameterError(
+            f"{name}: num_coins is {VARIANTS[name]} in this game, got {coins} "
+            f"(the games by coins: {VARIANTS})"
+        )
     env = CoinGameEnv(
         name=name,
         num_coins=VARIANTS[name],

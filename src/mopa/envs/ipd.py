@@ -28,9 +28,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from mopa.core.checks import bounded, check_bounds
 from mopa.envs.base import Env, StepOutput, TeamArrays
 from mopa.envs.spaces import Box, Discrete
-from mopa.errors import InvalidParameterError
 
 DEFECT, COOPERATE, START = 0, 1, 2
 """Action codes, and the code of the start in the observation."""
@@ -150,9 +150,12 @@ def scripted_action(name: str, obs: jax.Array, agent: int) -> jax.Array:
 class IPDParams:
     """Numbers of the sampled IPD; all may be vmapped."""
 
-    contrib_factor: float = 1.33
-    """Contribution factor ``cf``: CC pays ``cf - 1``, a lone defector ``cf / 2``."""
-    max_steps: int = 50
+    contrib_factor: float = bounded(
+        1.33, low=1.0, high=2.0, open_low=True, open_high=True
+    )
+    """Contribution factor ``cf``: CC pays ``cf - 1``, a lone defector ``cf / 2``
+    (a social dilemma only for ``1 < cf < 2``)."""
+    max_steps: int = bounded(50, low=1)
     """Rounds per episode; ``truncated`` is true on the last."""
 
 
@@ -189,17 +192,7 @@ class IPDEnv(Env):
 
     def validate_params(self, params: IPDParams) -> None:
         """Raise :class:`InvalidParameterError` naming the first invalid field."""
-        cf = np.asarray(params.contrib_factor)
-        if np.any(~np.isfinite(cf)):
-            raise InvalidParameterError(
-                f"{self.name}: parameter contrib_factor must be finite, "
-                f"got {cf.tolist()}"
-            )
-        if np.any(np.asarray(params.max_steps) < 1):
-            raise InvalidParameterError(
-                f"{self.name}: parameter max_steps must be >= 1, got "
-                f"{np.asarray(params.max_steps).tolist()}"
-            )
+        check_bounds(self.name, params, "parameter ")
 
     def observe(self, state: IPDState, params: IPDParams) -> TeamArrays:
         obs = jax.nn.one_hot(state.last_actions, 3, dtype=jnp.float32).reshape(6)

@@ -50,12 +50,12 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from mopa.core.checks import bounded, check_bounds
 from mopa.envs.base import Env, StepOutput, TeamArrays
 from mopa.envs.pursuit import (
     NUM_ACTIONS,
     PhysicsParams,
     action_directions,
-    check_nonnegative_and_steps,
     integrate_bodies,
     others_relative,
     per_agent,
@@ -72,17 +72,17 @@ class ParticleParams(PhysicsParams):
     """Every number of a particle game (the physics numbers come from
     :class:`PhysicsParams`). Scalars; all may be vmapped."""
 
-    adversary_radius: float = 0.05
+    adversary_radius: float = bounded(0.05, low=0.0)
     """Body radius of an adversary (it matters only where agents collide)."""
-    good_radius: float = 0.05
+    good_radius: float = bounded(0.05, low=0.0)
     """Body radius of a good agent."""
-    adversary_accel: float = 5.0
+    adversary_accel: float = bounded(5.0, low=0.0)
     """Force of an adversary's move action."""
-    good_accel: float = 5.0
+    good_accel: float = bounded(5.0, low=0.0)
     """Force of a good agent's move action."""
-    max_steps: int = 25
+    max_steps: int = bounded(25, low=1)
     """Transitions per episode; ``truncated`` is true on the last."""
-    spawn_range: float = 1.0
+    spawn_range: float = bounded(1.0, low=0.0)
     """Agents and landmarks start uniform in ``[-spawn_range, spawn_range]^2``."""
 
 
@@ -97,12 +97,6 @@ class ParticleState:
     step: jax.Array  # [] int32: transitions taken so far
 
 
-_NONNEGATIVE = (
-    "dt", "damping", "contact_force", "contact_margin", "adversary_radius",
-    "good_radius", "adversary_accel", "good_accel", "spawn_range",
-)  # fmt: skip
-
-
 @dataclasses.dataclass(frozen=True)
 class ParticleEnv(Env):
     """Shared structure, reset, step and physics of the particle games.
@@ -112,9 +106,9 @@ class ParticleEnv(Env):
     """
 
     name: str = "push"
-    num_adversaries: int = 1
-    num_good: int = 1
-    num_landmarks: int = 2
+    num_adversaries: int = bounded(1, low=1)
+    num_good: int = bounded(1, low=1)
+    num_landmarks: int = bounded(2, low=1)
     continuous_actions: bool = True
     """``Box(0, 1, (5,))`` force vectors (default) or ``Discrete(5)`` moves."""
     base_params: ParticleParams = dataclasses.field(
@@ -126,11 +120,7 @@ class ParticleEnv(Env):
     """Whether agents push each other apart (landmarks never collide)."""
 
     def __post_init__(self):
-        for field in ("num_adversaries", "num_good", "num_landmarks"):
-            if getattr(self, field) < 1:
-                raise InvalidParameterError(
-                    f"{self.name}: {field} must be >= 1, got {getattr(self, field)}"
-                )
+        check_bounds(self.name, self)
 
     # -- structure ---------------------------------------------------------------
     @property
@@ -161,7 +151,7 @@ class ParticleEnv(Env):
 
     def validate_params(self, params: ParticleParams) -> None:
         """Raise :class:`InvalidParameterError` naming the first invalid field."""
-        check_nonnegative_and_steps(self.name, params, _NONNEGATIVE)
+        check_bounds(self.name, params, "parameter ")
 
     def _agent_vector(self, adversary_value, good_value) -> jax.Array:
         """``[N]`` per-agent values: adversaries then good agents."""
@@ -320,7 +310,7 @@ class AdversaryEnv(ParticleEnv):
     """``adversary``: the adversary must find a goal only the good agents know."""
 
     name: str = "adversary"
-    num_good: int = 2
+    num_good: int = bounded(2, low=1)
 
     @property
     def obs_sizes(self) -> tuple[int, int]:

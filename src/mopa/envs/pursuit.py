@@ -52,6 +52,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from mopa.core.checks import Bounds, bounded, check_bounds
 from mopa.envs.base import Env, StepOutput, TeamArrays
 from mopa.envs.spaces import Box, Discrete
 from mopa.errors import InvalidParameterError
@@ -98,13 +99,13 @@ class PhysicsParams:
     """The numbers of MPE's physics (:func:`integrate_bodies`), shared by the
     particle games' parameters."""
 
-    dt: float = 0.1
+    dt: float = bounded(0.1, low=0.0, open_low=True)
     """Integration time step."""
-    damping: float = 0.25
+    damping: float = bounded(0.25, low=0.0, high=1.0)
     """Fraction of velocity lost each step."""
-    contact_force: float = 100.0
+    contact_force: float = bounded(100.0, low=0.0)
     """Stiffness of the soft contact between overlapping bodies."""
-    contact_margin: float = 1e-3
+    contact_margin: float = bounded(1e-3, low=0.0, open_low=True)
     """Softness of the contact (softplus scale of the penetration)."""
 
 
@@ -112,61 +113,61 @@ class PhysicsParams:
 class PursuitParams(PhysicsParams):
     """Every number of a pursuit game. Scalars unless noted; all may be vmapped."""
 
-    predator_radius: float = 0.075
+    predator_radius: float = bounded(0.075, low=0.0)
     """Body radius of a predator."""
-    prey_radius: float = 0.05
+    prey_radius: float = bounded(0.05, low=0.0)
     """Body radius of a prey."""
-    obstacle_radius: float = 0.2
+    obstacle_radius: float = bounded(0.2, low=0.0)
     """Body radius of an obstacle."""
-    predator_accel: float = 3.0
+    predator_accel: float = bounded(3.0, low=0.0)
     """Force of a predator's move action."""
-    prey_accel: float = 4.0
+    prey_accel: float = bounded(4.0, low=0.0)
     """Force of a prey's move action."""
-    predator_max_speed: float = 1.0
+    predator_max_speed: float = bounded(1.0, low=0.0)
     """Speed limit of a predator."""
-    prey_max_speed: float = 1.3
+    prey_max_speed: float = bounded(1.3, low=0.0)
     """Speed limit of a prey."""
-    capture_reward: float = 10.0
+    capture_reward: float = bounded(10.0, low=0.0)
     """Paid to every predator (and taken from the prey) per predator-prey overlap."""
-    boundary_penalty: float = 1.0
+    boundary_penalty: float = bounded(1.0, low=0.0)
     """Scale of the prey's penalty for leaving the [-0.9, 0.9]^2 arena (1 = MPE)."""
-    max_steps: int = 25
+    max_steps: int = bounded(25, low=1)
     """Transitions per episode; ``truncated`` is true on the last."""
-    spawn_range: float = 1.0
+    spawn_range: float = bounded(1.0, low=0.0)
     """Agents start uniform in ``[-spawn_range, spawn_range]^2``."""
-    obstacle_spawn_range: float = 1.0
+    obstacle_spawn_range: float = bounded(1.0, low=0.0)
     """Random obstacles start uniform in ``[-obstacle_spawn_range, ...]^2``."""
     fixed_obstacles: bool = False
     """Place obstacles at ``obstacle_pos`` at every reset instead of at random."""
-    obstacle_pos: jax.Array = struct.field(default=None)
+    obstacle_pos: jax.Array = bounded(None)
     """``[num_obstacles, 2]`` pinned obstacle positions."""
-    shape_coef: float = 0.0
+    shape_coef: float = bounded(0.0, low=0.0)
     """Scale of the prey's directional bonus around obstacles (0 = off)."""
-    shape_r_in: float = 0.25
+    shape_r_in: float = bounded(0.25, low=0.0)
     """Inner radius of the annulus where the directional bonus is paid."""
-    shape_r_out: float = 0.6
+    shape_r_out: float = bounded(0.6, low=0.0)
     """Outer radius of the annulus where the directional bonus is paid."""
-    shape_dir: float = 0.0
+    shape_dir: float = bounded(0.0, choices=(-1.0, 0.0, 1.0))
     """+1 rewards counter-clockwise motion, -1 clockwise, 0 none."""
-    collect_reward: float = 5.0
+    collect_reward: float = bounded(5.0, low=0.0)
     """Paid to a prey per resource it collects."""
-    collect_radius: float = 0.1
+    collect_radius: float = bounded(0.1, low=0.0)
     """A prey this close to a resource collects it."""
-    resource_placement: int = PLACEMENT_RANDOM
+    resource_placement: int = bounded(PLACEMENT_RANDOM, choices=(0, 1, 2))
     """0 ring (circle), 1 corners, 2 a fair coin flip between them at each reset."""
-    resource_ring_radius: float = 0.6
+    resource_ring_radius: float = bounded(0.6, low=0.0)
     """Radius of the ring placement."""
-    resource_corner: float = 0.8
+    resource_corner: float = bounded(0.8, low=0.0)
     """Offset of the corner placement: resources at ``(+-c, +-c)``."""
-    intent_reward: float = 4.0
+    intent_reward: float = bounded(4.0, low=0.0)
     """Paid to the prey each step it is within ``intent_radius`` of its corner."""
-    intent_radius: float = 0.35
+    intent_radius: float = bounded(0.35, low=0.0)
     """Radius around the intent corner where the prey is paid."""
-    intent_corner: float = 0.8
+    intent_corner: float = bounded(0.8, low=0.0)
     """Offset of the intent corners ``(+-c, +-c)``."""
-    belief_alpha_low: float = 1.0
+    belief_alpha_low: float = bounded(1.0, low=0.0, high=1.0)
     """Lower end of the belief sharpness drawn at reset (predator intent input)."""
-    belief_alpha_high: float = 1.0
+    belief_alpha_high: float = bounded(1.0, low=0.0, high=1.0)
     """Upper end of the belief sharpness drawn at reset (predator intent input)."""
 
 
@@ -187,15 +188,6 @@ class PursuitState:
     step: jax.Array  # [] int32: transitions taken so far
 
 
-_NONNEGATIVE = (
-    "dt", "damping", "contact_force", "contact_margin", "predator_radius",
-    "prey_radius", "obstacle_radius", "predator_accel", "prey_accel",
-    "predator_max_speed", "prey_max_speed", "spawn_range", "obstacle_spawn_range",
-    "shape_r_in", "shape_r_out", "collect_radius", "resource_ring_radius",
-    "intent_radius", "boundary_penalty",
-)  # fmt: skip
-
-
 @dataclasses.dataclass(frozen=True)
 class PursuitEnv(Env):
     """A pursuit game: ``num_predators`` predators vs ``num_prey`` prey.
@@ -213,11 +205,11 @@ class PursuitEnv(Env):
     """
 
     name: str = "tag"
-    num_predators: int = 3
-    num_prey: int = 1
-    num_obstacles: int = 2
-    num_resources: int = 0
-    num_intents: int = 0
+    num_predators: int = bounded(3, low=1)
+    num_prey: int = bounded(1, low=1)
+    num_obstacles: int = bounded(2, low=0)
+    num_resources: int = bounded(0, low=0)
+    num_intents: int = bounded(0, choices=(0, len(INTENT_CORNERS)))
     predator_intent_obs: bool = False
     base_params: PursuitParams = dataclasses.field(
         default_factory=PursuitParams, compare=False, hash=False
@@ -226,21 +218,7 @@ class PursuitEnv(Env):
     team_names = ("predator", "prey")
 
     def __post_init__(self):
-        for field in ("num_predators", "num_prey"):
-            if getattr(self, field) < 1:
-                raise InvalidParameterError(
-                    f"{field} must be >= 1, got {getattr(self, field)}"
-                )
-        for field in ("num_obstacles", "num_resources"):
-            if getattr(self, field) < 0:
-                raise InvalidParameterError(
-                    f"{field} must be >= 0, got {getattr(self, field)}"
-                )
-        if self.num_intents not in (0, len(INTENT_CORNERS)):
-            raise InvalidParameterError(
-                f"num_intents must be 0 or {len(INTENT_CORNERS)}, "
-                f"got {self.num_intents}"
-            )
+        check_bounds(self.name, self, extra=VARIANT_BOUNDS.get(self.name))
         if self.predator_intent_obs and self.num_intents == 0:
             raise InvalidParameterError("predator_intent_obs needs num_intents > 0")
 
@@ -284,30 +262,20 @@ class PursuitEnv(Env):
         return jax.tree.map(jnp.asarray, params)
 
     def validate_params(self, params: PursuitParams) -> None:
-        """Raise :class:`InvalidParameterError` naming the first invalid field."""
-        check_nonnegative_and_steps(self.name, params, _NONNEGATIVE)
+        """Raise :class:`InvalidParameterError` naming the first invalid field
+        (each field's bounds, then the rules between fields)."""
+        check_bounds(self.name, params, "parameter ")
         if np.any(np.asarray(params.shape_r_in) > np.asarray(params.shape_r_out)):
             raise InvalidParameterError(
                 f"{self.name}: parameter shape_r_in "
                 f"({np.asarray(params.shape_r_in).tolist()}) must not exceed "
                 f"shape_r_out ({np.asarray(params.shape_r_out).tolist()})"
             )
-        if not np.all(np.isin(np.asarray(params.shape_dir), (-1.0, 0.0, 1.0))):
-            raise InvalidParameterError(
-                f"{self.name}: parameter shape_dir must be -1, 0 or 1, got "
-                f"{np.asarray(params.shape_dir).tolist()}"
-            )
-        if not np.all(np.isin(np.asarray(params.resource_placement), (0, 1, 2))):
-            raise InvalidParameterError(
-                f"{self.name}: parameter resource_placement must be 0 (circle), "
-                f"1 (corners) or 2 (random), "
-                f"got {np.asarray(params.resource_placement).tolist()}"
-            )
         low, high = (
             np.asarray(params.belief_alpha_low),
             np.asarray(params.belief_alpha_high),
         )
-        if np.any(low < 0) or np.any(high > 1) or np.any(low > high):
+        if np.any(low > high):
             raise InvalidParameterError(
                 f"{self.name}: parameters belief_alpha_low/high must satisfy "
                 f"0 <= low <= high <= 1, got {low.tolist()}, {high.tolist()}"
@@ -615,24 +583,6 @@ class PursuitEnv(Env):
         return jnp.concatenate(parts)
 
 
-def check_nonnegative_and_steps(
-    name: str, params: Any, fields: tuple[str, ...]
-) -> None:
-    """Raise :class:`InvalidParameterError` naming the first of ``fields`` that is
-    negative or NaN, or ``max_steps`` if it is below 1 (concrete ``params`` only)."""
-    for field in fields:
-        value = np.asarray(getattr(params, field))
-        if np.any(value < 0) or np.any(np.isnan(value)):
-            raise InvalidParameterError(
-                f"{name}: parameter {field} must be >= 0, got {value.tolist()}"
-            )
-    if np.any(np.asarray(params.max_steps) < 1):
-        raise InvalidParameterError(
-            f"{name}: parameter max_steps must be >= 1, got "
-            f"{np.asarray(params.max_steps).tolist()}"
-        )
-
-
 def per_agent(values: tuple[Any, ...], sizes: tuple[int, ...]) -> jax.Array:
     """``[sum(sizes)]`` float32: team ``t``'s value ``values[t]`` for each of its
     ``sizes[t]`` agents, teams in order."""
@@ -768,6 +718,13 @@ prey-only resources with pinned obstacles. ``tag_balanced`` (Exp 5) slows the
 predators and raises the collect reward. ``tag_intent`` (Exp 6) adds the hidden
 corner intent, with the predators slowed as in the research's configs.
 """
+
+
+VARIANT_BOUNDS: dict[str, dict[str, Bounds]] = {
+    "tag_intent": {"num_intents": Bounds(low=1)},
+}
+"""Structure bounds a registered game adds to :class:`PursuitEnv`'s own: the intent
+game needs its intents."""
 
 
 def make_pursuit(name: str, **overrides: Any) -> tuple[PursuitEnv, PursuitParams]:

@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mopa.core.checks import check_fits_memory, tree_bytes
 from mopa.core.tracing import batched_like
 from mopa.envs.base import Env, episode_sum_keys
 from mopa.errors import InvalidParameterError
@@ -114,6 +115,25 @@ def play_episode(
     return EpisodeTotals(jnp.stack([r.mean() for r in returns]), sums)
 
 
+def check_games_fit(env: Env, params: Any, num_games: int, name: str) -> None:
+    """Refuse ``num_games`` games played at once that would not fit in memory:
+    each holds its state and every team's observations (a lower bound: players
+    hold more), sized by ``jax.eval_shape`` before anything is allocated.
+
+    Args:
+        name: the input that set ``num_games`` (``num_episodes``), for the error.
+
+    Raises:
+        InvalidParameterError: naming ``name``.
+    """
+    one = tree_bytes(jax.eval_shape(env.reset, jax.random.key(0), params))
+    check_fits_memory(
+        name,
+        num_games * one,
+        f"{num_games:,} games at once ({one:,} bytes of state and observations each)",
+    )
+
+
 @functools.partial(jax.jit, static_argnames=("env", "players", "horizon"))
 def play_episodes(
     env: Env,
@@ -154,6 +174,7 @@ def evaluate(
         ``{"return/<team>": {"mean", "ci95", "per_episode"}, "<key>_per_episode":
         {...}}`` with ``ci95 = 1.96 x std / sqrt(n)``.
     """
+    check_games_fit(env, params, num_episodes, "num_episodes")
     players = tuple(PolicyPlayer(spec, greedy) for spec, _ in policies)
     player_params = tuple(p for _, p in policies)
     keys = jax.random.split(key, num_episodes)

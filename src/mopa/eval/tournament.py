@@ -28,6 +28,10 @@ its own, and the other blocks are one more; the programs run at the same time, o
 thread each, so the other cores do not wait for the search. Each block computes
 what it computes in one program, so the numbers are the same (tested). Spread over
 devices, the search already plays each device's games on that device's thread.
+Programs side by side (and the devices of a spread one) share XLA's CPU thread
+pool, so a player must not solve a batch of linear systems with ``jnp.linalg``: on
+CPU that is a LAPACK kernel that waits on the pool, and a few at once hang the
+process. :func:`mopa.core.linalg.solve` is the safe solve (mopa's players use it).
 
 Keys: by default cell ``(row, column)`` draws its episode keys from
 ``key`` folded with a hash of the row name and then of the column name, so cells
@@ -54,7 +58,12 @@ from mopa.core.devices import dividing_devices
 from mopa.core.program_store import stored_jit
 from mopa.envs.base import Env, episode_sum_keys
 from mopa.errors import InvalidParameterError
-from mopa.eval.evaluate import EpisodeTotals, episode_horizon, play_episode
+from mopa.eval.evaluate import (
+    EpisodeTotals,
+    check_games_fit,
+    episode_horizon,
+    play_episode,
+)
 from mopa.eval.intervals import half_width
 from mopa.players import Player, plays_games_in_turn
 
@@ -562,7 +571,8 @@ def play_tournament(
     Raises:
         InvalidParameterError: not a two-team game, ``num_episodes < 1``, an
             unknown pairing, duplicate names, a player for the wrong team size,
-            or seed counts that do not fit.
+            seed counts that do not fit, or more games than this machine's memory
+            holds at once (:func:`~mopa.eval.evaluate.check_games_fit`).
     """
     if env.num_teams != 2:
         raise InvalidParameterError(
@@ -580,6 +590,12 @@ def play_tournament(
         seeds_b = seeds_b or seeds_a
     pairs = seed_pairs(seeds_a or 1, seeds_b or 1, pairing)
     horizon = episode_horizon(params, horizon)
+    check_games_fit(
+        env,
+        params,
+        len(side_a) * len(side_b) * len(pairs) * num_episodes,
+        "num_episodes",
+    )
 
     keys = jnp.stack(
         [
@@ -612,6 +628,14 @@ def play_tournament(
     if len(programs) == 1:
         totals = play(programs[0])
     else:
+        # Programs side by side share XLA's CPU thread pool (one thread per core,
+        # or per device if there are more). XLA's own operations never wait on a
+        # pool thread; jaxlib's batched LAPACK kernels do, for the parts of their
+        # batch: as many of them at once as the pool has threads hang the process
+        # (two programs on a 2-core machine did). mopa's players solve linear
+        # systems through mopa.core.linalg, which never issues such a kernel, so
+        # the programs are safe side by side on any device count
+        # (tests/eval/test_tournament.py runs them 20 times on 1 and 2 devices).
         with ThreadPoolExecutor(len(programs)) as pool:
             played = list(pool.map(play, programs))
         totals = _merge(programs, groups_a, groups_b, played)

@@ -13,6 +13,7 @@ from mopa.experiments import intent as _intent  # noqa: F401 - registers intent
 from mopa.experiments import intent_population as _intent_population  # noqa: F401
 from mopa.experiments import lemol as _lemol  # noqa: F401 - registers lemol
 from mopa.experiments import pola as _pola  # noqa: F401 - registers pola-*
+from mopa.experiments import reference as _reference  # noqa: F401
 from mopa.experiments import wargame as _wargame  # noqa: F401 - wargame_ladder
 from mopa.experiments import wargame_intent as _wargame_intent  # noqa: F401
 from mopa.experiments import wargame_transfer as _wargame_transfer  # noqa: F401

@@ -16,7 +16,10 @@ Stages that do not read each other's results can run at the same time
 XLA computes, so a stage that leaves cores idle (a tree search over one game after
 another, compilation) lends them to the other. Each stage computes the same
 numbers as when run alone. Stages run together hold their memory at the same
-time; ``MOPA_STAGES_TOGETHER=0`` runs them one after another instead.
+time; ``MOPA_STAGES_TOGETHER=0`` runs them one after another instead. Their
+programs share XLA's CPU thread pool, which a batched ``jnp.linalg`` solve can
+hang (:mod:`mopa.core.linalg`): a stage solves linear systems through
+:func:`mopa.core.linalg.solve`.
 """
 
 from __future__ import annotations
@@ -137,7 +140,12 @@ class Stages:
                 outcomes[i] = (None, error)
 
         # Daemon threads: an interrupted process exits without waiting for them
-        # (a stage that did not finish has no stage.json and runs again).
+        # (a stage that did not finish has no stage.json and runs again). The
+        # stages' programs run at the same time and share XLA's CPU thread pool:
+        # safe on any device count because XLA's own operations never wait on a
+        # pool thread and mopa's stages issue no batched LAPACK kernel, which does
+        # (mopa.core.linalg; tests/experiments/test_stages.py runs stages together
+        # 20 times on 1 and 2 devices).
         threads = [
             threading.Thread(target=work, args=(i, *stage), daemon=True)
             for i, stage in enumerate(stages)

@@ -52,6 +52,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mopa.core.numerics import MODES
+from mopa.core.runinfo import GitState
 from mopa.errors import InvalidParameterError
 from mopa.experiments.registry import (
     ABSENT_MEANS,
@@ -240,6 +242,9 @@ class RecordedRun:
     devices: int | None
     cpu: dict[str, Any] | None
     """The processor it ran on (``None`` in folders written before it was kept)."""
+    numerics: str = "native"
+    """The numerics mode it computed in (:mod:`mopa.core.numerics`; ``native`` in
+    folders written before the mode was kept, as they all computed)."""
 
     @property
     def command(self) -> str:
@@ -285,32 +290,45 @@ def recorded_run(folder: str | Path) -> RecordedRun:
     seeds = described.get("seeds")
     if seeds is not None and (isinstance(seeds, bool) or not isinstance(seeds, int)):
         raise InvalidParameterError(f"{folder / 'config.json'}: bad seeds {seeds!r}")
-    name, preset = described["experiment"], described["preset"]
-    recorded = described.get("config")
+    name = described["experiment"]
+    try:
+        preset = recorded_preset(name, described["preset"], described.get("config"))
+    except InvalidParameterError as error:
+        raise InvalidParameterError(f"{folder} was written with {error}") from None
+    return RecordedRun(name, preset, seeds, *_machine(meta))
+
+
+def recorded_preset(name: str, preset: str, recorded: Any) -> str:
+    """The preset of experiment ``name`` that has the ``recorded`` config today:
+    ``preset`` itself, or the name it was renamed to since (a new default kept
+    the old config under another name, or the old name was dropped).
+
+    Raises:
+        InvalidParameterError: no preset has the recorded config any longer (the
+            first differing field of ``preset`` is named).
+        UnknownNameError: the experiment is not registered, or ``preset`` is not
+            and no other preset has the recorded config.
+    """
     presets = get_experiment(name).presets
     mismatch = (
         _config_mismatch(recorded, presets[preset]) if preset in presets else None
     )
-    if preset not in presets or mismatch is not None:
-        # The preset may have been renamed (a new default kept the old config
-        # under another name) or its name dropped since: rerun whichever preset
-        # still has this config.
-        renamed = [
-            other
-            for other, config in presets.items()
-            if other != preset and _config_mismatch(recorded, config) is None
-        ]
-        if not renamed and preset not in presets:
-            get_preset(name, preset)  # raises UnknownNameError, naming the presets
-        if not renamed:
-            path, was, now = mismatch
-            raise InvalidParameterError(
-                f"{folder} was written with {name}'s preset {preset!r} at {path} = "
-                f"{was!r}; the preset now has {now!r}"
-            )
-        preset = renamed[0]
-    sha, devices, cpu = _machine(meta)
-    return RecordedRun(name, preset, seeds, sha, devices, cpu)
+    if preset in presets and mismatch is None:
+        return preset
+    renamed = [
+        other
+        for other, config in presets.items()
+        if other != preset and _config_mismatch(recorded, config) is None
+    ]
+    if not renamed and preset not in presets:
+        get_preset(name, preset)  # raises UnknownNameError, naming the presets
+    if not renamed:
+        path, was, now = mismatch
+        raise InvalidParameterError(
+            f"{name}'s preset {preset!r} at {path} = {was!r}; the preset now has "
+            f"{now!r}"
+        )
+    return renamed[0]
 
 
 def _config_mismatch(recorded: Any, config: Any) -> tuple[str, Any, Any] | None:
@@ -330,15 +348,19 @@ def _config_mismatch(recorded: Any, config: Any) -> tuple[str, Any, Any] | None:
     return None
 
 
-def _machine(meta: Any) -> tuple[str | None, int | None, dict[str, Any] | None]:
-    """``(git_sha, device count, processor)`` as a meta.json records them."""
+def _machine(meta: Any) -> tuple[str | None, int | None, dict[str, Any] | None, str]:
+    """``(git_sha, device count, processor, numerics mode)`` as a meta.json
+    records them."""
     meta = meta if isinstance(meta, dict) else {}
     machine = meta.get("machine") if isinstance(meta.get("machine"), dict) else {}
     devices, cpu = machine.get("devices"), machine.get("cpu")
+    numerics = meta.get("numerics") if isinstance(meta.get("numerics"), dict) else {}
+    mode = numerics.get("mode", "native")
     return (
         meta.get("git_sha"),
         len(devices) if isinstance(devices, list) else None,
         cpu if isinstance(cpu, dict) else None,
+        mode if mode in MODES else "native",
     )
 
 
@@ -353,6 +375,8 @@ class RecordedBenchmark:
     git_sha: str | None
     devices: int | None
     cpu: dict[str, Any] | None
+    numerics: str = "native"
+    """The numerics mode it ran in (as :attr:`RecordedRun.numerics`)."""
 
     @property
     def command(self) -> str:
@@ -399,11 +423,19 @@ def same_machine_notes(recorded: RecordedRun | RecordedBenchmark) -> list[str]:
             "float rounding may differ"
         )
     here = cpu_description()
-    if recorded.cpu is not None and recorded.cpu != here:
+    if recorded.cpu is not None and any(
+        recorded.cpu.get(key) != here[key] for key in ("model", "isa")
+    ):
         then = f"{recorded.cpu.get('model')} ({' '.join(recorded.cpu.get('isa', []))})"
+        why = (
+            "in portable numerics the digits should be the same (mopa.core.numerics)"
+            if recorded.numerics == "portable"
+            else "in native numerics XLA compiles for each processor, so float "
+            "rounding may differ"
+        )
         notes.append(
             f"written on {then}, rerun on {here['model']} ({' '.join(here['isa'])}): "
-            "XLA compiles for each processor, so float rounding may differ"
+            f"{why}"
         )
     return notes
 
@@ -466,3 +498,69 @@ def verify_folder(
     return VerifyReport(
         run, compare_results(committed, rerun, rtol, atol), wall_s, scratch
     )
+
+
+def verify_record(
+    recorded: RecordedRun | RecordedBenchmark,
+    comparisons: list[Comparison],
+    wall_s: float,
+    git: GitState | None = None,
+    argv: list[str] | None = None,
+) -> dict[str, Any]:
+    """What a verification found, as ``mopa verify`` keeps it beside the figures
+    it checked (``verify.json`` in a result folder, ``NAME.verify.json`` beside a
+    benchmark's rows: :func:`mopa.cli.records.verify_record_path`) and the results
+    pages show it
+    (:func:`mopa.report.docs.verify_text`).
+
+    Args:
+        recorded: what the checked figures record of the run that wrote them.
+        comparisons: every figure, committed against rerun.
+        wall_s: the rerun's wall time in seconds.
+        git: the git state of the source that ran,
+            read when the rerun started (``None``: read now).
+        argv: the ``mopa verify`` command line after ``mopa``, kept as
+            ``verified_by``.
+
+    Returns:
+        ``{"command", "verified_by", "written_at", "git_sha", "git_dirty", "cpu",
+        "devices", "numerics", "date", "compared", "matched", "not_compared",
+        "passed", "first_failure", "rerun_wall_s"}``: ``command`` is the
+        experiment or
+        benchmark the figures record, ``verified_by`` the verification's own
+        command line (``None`` where not given), ``written_at`` is the commit the
+        figures were written at, ``git_sha`` / ``git_dirty`` / ``cpu`` /
+        ``devices`` the commit and machine of the rerun, ``numerics`` the mode
+        it computed in (the record's own: :mod:`mopa.core.numerics`), ``date``
+        its end (UTC, ISO 8601), ``compared`` the figures compared (timings and
+        the commit that ran are shown, not compared: ``not_compared``),
+        ``matched`` those that match.
+    """
+    import datetime
+
+    import jax
+
+    from mopa.core.numerics import numerics_mode
+    from mopa.core.runinfo import cpu_description, git_state
+
+    state = git_state() if git is None else git
+    compared = [c for c in comparisons if c.kind not in NOT_COMPARED]
+    failures = [c for c in comparisons if not c.ok]
+    now = datetime.datetime.now(datetime.UTC)
+    return {
+        "command": recorded.command,
+        "verified_by": None if argv is None else "mopa " + " ".join(argv),
+        "written_at": recorded.git_sha,
+        "git_sha": None if state is None else state.sha,
+        "git_dirty": None if state is None else state.dirty,
+        "cpu": cpu_description(),
+        "devices": len(jax.devices()),
+        "numerics": numerics_mode(),
+        "date": now.isoformat(timespec="seconds"),
+        "compared": len(compared),
+        "matched": len(compared) - len(failures),
+        "not_compared": len(comparisons) - len(compared),
+        "passed": not failures,
+        "first_failure": failures[0].path if failures else None,
+        "rerun_wall_s": wall_s,
+    }

@@ -82,6 +82,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from mopa.core.checks import check_count, check_fields, check_probability
+from mopa.core.linalg import solve
 from mopa.errors import InvalidParameterError
 
 _STEP_SIZES = (1.0, 0.5, 0.25, 0.125, 0.0625, 0.0)
@@ -294,7 +295,10 @@ def fit_residual(
     def step(flat, _):
         gradient = jax.grad(loss)(flat)
         hessian = jax.hessian(loss)(flat)
-        direction = jnp.linalg.solve(hessian, gradient)
+        # Batched over games, jnp.linalg.solve would be a LAPACK kernel that waits
+        # on XLA's CPU thread pool and can hang programs run side by side
+        # (mopa.core.linalg); this solves the games' systems one after another.
+        direction = solve(hessian, gradient)
         # A full Newton step can overshoot far from the optimum (moves a linear
         # model separates push the weights out); take the best of a few halvings,
         # or none, so that the objective never rises.

@@ -1,12 +1,14 @@
-"""The README's population example ("Modelling a family of opponents") runs as
-written, and what it leaves behind is right: each clone explains its own
-adversary's moves best, the online belief finds the adversary that played and
-says that it fits (as the scanned belief does), random moves say "none fits", and
-the planner returns one valid move per good agent, the best of its scores."""
+"""The population tutorial (``docs/tutorials/population.py``, the site's "Model a
+family of opponents") runs as written, and what it leaves behind is right: each
+clone explains its own adversary's moves best, the online belief finds the
+adversary that played and says that it fits (as the scanned belief does), random
+moves say "none fits", and the planner returns one valid move per good agent, the
+best of its scores."""
 
 import contextlib
 import io
 import re
+import runpy
 from pathlib import Path
 
 import jax
@@ -17,30 +19,16 @@ import pytest
 from mopa.opponent import population as P  # noqa: N812
 
 ROOT = Path(__file__).resolve().parents[2]
-TITLE = "### Modelling a family of opponents"
-PLAYED = 1  # the member the README watches: ``record(1, ...)``
-
-
-def readme_example() -> str:
-    """The first ``python`` block under :data:`TITLE`, before any further heading."""
-    readme = (ROOT / "README.md").read_text()
-    assert readme.count(TITLE) == 1, f"README.md must have one {TITLE!r}"
-    after = readme.split(TITLE, 1)[1]
-    match = re.search(r"^```python\n(.*?)^```$", after, flags=re.S | re.M)
-    assert match is not None, f"no python block under {TITLE!r}"
-    assert not re.search(r"^#", after[: match.start()], flags=re.M), (
-        f"the python block is not in the {TITLE!r} subsection"
-    )
-    return match.group(1)
+TUTORIAL = ROOT / "docs" / "tutorials" / "population.py"
+PLAYED = 1  # the member the tutorial watches: ``record(1, ...)``
 
 
 @pytest.fixture(scope="module")
 def example():
-    """The block's globals after running it, and what it printed."""
-    namespace = {"__name__": "readme_population_example"}
+    """The script's globals after running it, and what it printed."""
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        exec(compile(readme_example(), f"README.md ({TITLE})", "exec"), namespace)
+        namespace = runpy.run_path(str(TUTORIAL), run_name="__main__")
     return namespace, printed.getvalue()
 
 
@@ -73,7 +61,7 @@ def test_the_belief_finds_the_adversary_that_played(example):
     assert len(steps) >= 2 and steps[0] == "0" and steps[-1] == "24", printed
 
 
-def test_the_readme_loop_equals_the_scanned_belief_and_random_moves_fit_none(
+def test_the_tutorial_loop_equals_the_scanned_belief_and_random_moves_fit_none(
     example,
 ):
     ns, _ = example
@@ -104,7 +92,7 @@ def test_the_plan_is_one_valid_move_per_good_agent_the_best_scored(example):
     planner, actions = ns["planner"], np.asarray(ns["actions"])
     assert actions.shape == (2,) and np.issubdtype(actions.dtype, np.integer)
     assert np.all((actions >= 0) & (actions < 5)), actions
-    plan = planner.plan(
+    plan = jax.jit(planner.plan)(
         ns["plan_params"],
         jax.random.key(6),
         ns["state"],
