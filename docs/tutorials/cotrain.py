@@ -1,13 +1,13 @@
-"""Run the co-training loop: red adapts, blue re-models it.
+"""Run the co-training loop: red adapts, blue improves and re-models it.
 
-Red's population starts as a family of co-trained red policies and grows each
-generation by a best response trained against blue. Here two blues face it with
-the same budgets: ``blind`` (a MAPPO team trained against the population) and
-``remodel`` (it re-fits a model of red every generation, red's styles found
-without labels, and its policy observes the online belief over them). The budgets
-are the quick profile's, tiny; ``mopa cotrain --out runs/cotrain`` runs the full
-league. Every stage is kept under ``STAGES``: run the script again and each
-finished stage is reused.
+Red's population starts as a family of red policies (co-trained prey and scripted
+prey, cloned) and grows each generation by a best response trained against blue.
+Here two blues face it with the same budgets: ``blind`` (a MAPPO team trained
+against the population) and ``remodel`` (it re-fits a population model of red
+every generation, red's intents found without labels, and its policy observes the
+belief's intent marginal). The budgets are the quick profile's, tiny; ``mopa
+cotrain --out runs/cotrain`` runs the full league. Every stage is kept under
+``STAGES``: run the script again and each finished stage is reused.
 """
 
 # --8<-- [start:code]

@@ -143,6 +143,7 @@ def fit_actor(
     batch_size: int,
     lr: float,
     label_smoothing: float = 0.0,
+    params: Any = None,
 ) -> tuple[Any, np.ndarray]:
     """Fit a fresh actor of ``spec`` to a teacher's actions by cross-entropy
     (Adam, uniform minibatches of examples drawn with replacement, one jitted
@@ -153,6 +154,9 @@ def fit_actor(
         spec: an ``actor`` spec.
         obs: ``[N, A, D]`` the team's observations, one example per row.
         actions: ``[N, A]`` the teacher's action of every agent.
+        params: the actor's weights to start from (a warm start, e.g. the
+            previous round of :func:`mopa.planning.distill.dagger`); ``None``
+            for a fresh actor (``key``'s initialisation).
 
     Returns:
         ``(params, losses [num_updates])``.
@@ -202,7 +206,8 @@ def fit_actor(
         )
         return params, losses
 
-    params = init_params(spec, key_init)
+    if params is None:
+        params = init_params(spec, key_init)
     params, losses = fit(params, jax.random.split(key_batches, num_updates))
     return jax.tree.map(np.asarray, params), np.asarray(losses)
 

@@ -13,8 +13,11 @@ from mopa.algos.common import (
     POOL_PREFIX,
     frozen_pool,
     frozen_pool_act_fn,
+    frozen_pool_weighted,
+    pool_items,
     setup_run,
     team_infos,
+    weighted_pool_source,
 )
 from mopa.cli.main import main
 from mopa.core.checkpoint import write_policy_checkpoint
@@ -96,6 +99,89 @@ def test_a_member_is_drawn_per_game_at_each_episode_start_and_kept(pool_source):
     assert abs(changed - 2 / 3) < 0.08, changed
 
 
+def test_weights_are_shared_by_a_checkpoints_seeds(tmp_path):
+    first = _write(tmp_path / "a.policy", PREY, [1, 2])
+    second = _write(tmp_path / "b.policy", PREY, [3])
+    source = weighted_pool_source([first, second], [3.0, 1.0])
+    assert pool_items(source) == [(str(first), 3.0), (str(second), 1.0)]
+    _, params, weights = frozen_pool_weighted(source, "tag", _prey_info())
+    # first: 3 / 4 shared by its two seeds; second: 1 / 4.
+    np.testing.assert_allclose(weights, [0.375, 0.375, 0.25])
+    assert np.asarray(params["params"]["Dense_0"]["bias"]).shape == (3, 5)
+    # A checkpoint without a weight weighs 1; no weight at all is uniform.
+    _, _, weights = frozen_pool_weighted(
+        f"{POOL_PREFIX}{first}@2,{second}", "tag", _prey_info()
+    )
+    np.testing.assert_allclose(weights, [1 / 3, 1 / 3, 1 / 3])
+    _, _, weights = frozen_pool_weighted(
+        f"{POOL_PREFIX}{first},{second}", "tag", _prey_info()
+    )
+    assert weights is None
+    # Weight 0 leaves a checkpoint out of the source.
+    assert pool_items(weighted_pool_source([first, second], [0.0, 1.0])) == [
+        (str(second), 1.0)
+    ]
+
+
+def test_a_weighted_pool_draws_members_in_proportion(pool_source):
+    spec, params = frozen_pool(pool_source, "tag", _prey_info())
+    weights = np.array([0.6, 0.0, 0.4])
+    act = jax.jit(frozen_pool_act_fn(spec, params, weights))
+    games = 4000
+    actions, hidden, _ = act(
+        jax.random.key(5),
+        jnp.zeros((games, 1, 14)),
+        jnp.ones((games,), bool),
+        jnp.zeros((games, 1, spec.carry_size + 1)),
+    )
+    counts = np.bincount(np.asarray(actions[:, 0]), minlength=5)[1:4] / games
+    # member 0 plays action 1, member 1 (weight 0) never, member 2 action 3
+    assert counts[1] == 0.0
+    assert abs(counts[0] - 0.6) < 0.03 and abs(counts[2] - 0.4) < 0.03, counts
+
+
+def test_a_greedy_source_plays_the_actors_mode(tmp_path):
+    """An actor preferring action 2 a little (logit 0.5 over four 0s): sampled it
+    plays 2 about a third of the time; behind ``greedy:`` always."""
+    params = jax.tree.map(jnp.zeros_like, init_params(PREY, jax.random.key(0)))
+    params["params"]["Dense_0"]["bias"] = jnp.zeros((5,)).at[2].set(0.5)
+    path = write_policy_checkpoint(
+        tmp_path / "mild.policy",
+        algo="mappo",
+        env="tag",
+        env_overrides={},
+        config={},
+        meta={},
+        teams={"prey": (PREY.to_dict(), jax.tree.map(lambda x: x[None], params))},
+    )
+    games = 2000
+    for source in (f"{POOL_PREFIX}{path}", str(path)):
+        shares = []
+        for prefix in ("", "greedy:"):
+            config = MAPPOConfig(
+                env="tag",
+                total_steps=256,
+                num_envs=8,
+                num_steps=32,
+                num_seeds=1,
+                frozen=(("prey", prefix + source),),
+                hidden=(16,),
+            )
+            run = setup_run(config)
+            act = jax.jit(run.frozen_fns[1])
+            hidden = jnp.zeros((games, 1, run.frozen_carry[1]))
+            actions, _, _ = act(
+                jax.random.key(1),
+                jnp.zeros((games, 1, 14)),
+                jnp.ones((games,), bool),
+                hidden,
+            )
+            shares.append(float(np.mean(np.asarray(actions) == 2)))
+        sampled, greedy = shares
+        assert abs(sampled - np.exp(0.5) / (np.exp(0.5) + 4)) < 0.04, sampled
+        assert greedy == 1.0
+
+
 def test_a_learner_trains_against_a_pool(pool_source):
     config = MAPPOConfig(
         env="tag",
@@ -118,6 +204,16 @@ def test_bad_pools_are_named(tmp_path, pool_source):
     info = _prey_info()
     with pytest.raises(InvalidParameterError, match="lists no checkpoint"):
         frozen_pool(POOL_PREFIX + " , ", "tag", info)
+    for weight in ("0", "-1", "nan", "heavy"):
+        with pytest.raises(InvalidParameterError, match="must be a positive number"):
+            frozen_pool(f"{pool_source}@{weight}", "tag", info)
+    with pytest.raises(InvalidParameterError, match="every weight is 0"):
+        weighted_pool_source(["a.policy"], [0.0])
+    with pytest.raises(InvalidParameterError, match="one weight per path"):
+        weighted_pool_source(["a.policy"], [1.0, 2.0])
+    spec, params = frozen_pool(pool_source, "tag", info)
+    with pytest.raises(InvalidParameterError, match="weights must be"):
+        frozen_pool_act_fn(spec, params, np.array([1.0, 1.0]))
     wider = _write(
         tmp_path / "wide.policy",
         PolicySpec(kind="actor", num_agents=1, obs_size=14, num_actions=5, hidden=(9,)),

@@ -10,6 +10,7 @@ from mopa.cli.main import main
 from mopa.errors import InvalidParameterError
 
 
+@pytest.mark.slow
 def test_each_mode_is_timed_in_its_own_process_and_compared(tmp_path, capsys):
     path = tmp_path / "numerics.json"
     bench = "train --runs iql:tag --seeds 1 --steps 2048 --set num_envs=8"

@@ -10,15 +10,19 @@ import shutil
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from mopa.cli.cotrain import PROFILE_NAMES
 from mopa.cli.main import main
 from mopa.core.stages import Stages
-from mopa.cotrain import BLUES, CotrainConfig, run_cotrain, write_league
+from mopa.cotrain import BLUES, CotrainConfig, meta_weights, run_cotrain, write_league
+from mopa.cotrain.model import first_guess
+from mopa.envs import make
 from mopa.errors import InvalidParameterError
 from mopa.experiments.cotrain import PROFILES
 from mopa.league import CheckpointManifest, EloRatings, LeagueStore, fit_bradley_terry
+from mopa.opponent.population import MemberEpisodes
 from tests.browser import assert_plots_unclipped, image_widths, report_page
 
 QUICK = PROFILES["quick"]
@@ -51,59 +55,95 @@ def test_the_quick_profile_writes_the_files_and_the_schema(quick_run):
     held_out = [m for m in members if m["held_out"]]
     assert len(held_out) == len(QUICK.family) * len(QUICK.held_out_seeds)
     fitting = len(members) - len(held_out)
+    scripted = [m for m in members if "clone" in m]
+    assert [m["name"] for m in scripted] == ["evader_s0", "evader_s1"]
+    for member in scripted:
+        assert 0.2 < member["clone"]["agreement"] <= 1.0  # above chance (1 / 5)
+    common = results["common"]
+    assert set(common) == {"blind", "model", "model_blue"}
     for blue, generations in results["lineages"].items():
         assert [g["generation"] for g in generations] == list(range(QUICK.generations))
         for g in generations:
             # Red's population grows by one best response (all its seeds) a
-            # generation.
+            # generation; the meta-strategy weighs each of its checkpoints.
             assert g["population_size"] == fitting + g["generation"]
+            assert len(g["meta_weights"]) == g["population_size"]
             for key in EVALUATED:
                 _interval(g[key])
                 assert len(g[key]["per_blue_seed"]) == QUICK.num_seeds
             _interval(g["exploitability"]["score_vs_best_response"])
             _interval(g["exploitability"]["best_response_return"])
-            fitted = blue in ("remodel", "plan") or (
-                blue == "fit_once" and g["generation"] == 0
-            )
+            # The newest reds: this generation's best response, and the one
+            # before from generation 1 on.
+            _interval(g["score_vs_newest"])
             planned = blue == "plan"
-            assert ("planner" in g) == planned
+            assert ("planners" in g) == planned
             assert (g["distillation"] is not None) == planned
-            if planned:  # the planner's own scores; its distillation is blue
-                for key in EVALUATED:
-                    _interval(g["planner"][key])
-                _interval(g["planner"]["exploitability"]["score_vs_best_response"])
-                assert "scores" not in g["planner"]
-                for seed in g["distillation"]["seeds"]:
-                    assert 0.0 <= seed["agreement"] <= 1.0 and seed["samples"] > 0
-            assert (g["model"] is not None) == fitted
+            if planned:  # the planners and the policy they roll out
+                assert set(g["planners"]) == {"rollout", *QUICK.planners}
+                for row in g["planners"].values():
+                    for key in EVALUATED:
+                        _interval(row[key])
+                distillation = g["distillation"]
+                assert distillation["teacher"] == QUICK.teacher
+                assert len(distillation["seeds"]) == QUICK.num_seeds
+                for rounds in distillation["seeds"]:
+                    assert [r["round"] for r in rounds] == list(range(len(rounds)))
+                    assert rounds[0]["teacher_share"] == 1.0
+                    assert all(r["samples"] > 0 for r in rounds)
+            fitted = blue != "blind"  # every model blue has a model at g0
+            refitted = blue in ("remodel", "plan") or g["generation"] == 0
+            assert (g["model"] is not None) == (fitted and refitted)
+            if g["model"] is not None:
+                model = g["model"]
+                # One member per red checkpoint of the population, and pooled.
+                assert len(model["members"]) == g["population_size"] + 1
+                assert model["members"][-1] == "pooled"
+                assert model["intent_labels"] == "inferred"
+                assert 0.0 <= model["label_accuracy"] <= 1.0
+                assert len(model["em_relabelled"]) == QUICK.intent_rounds
             belief = g["belief_on_newest_red"]
             assert (belief is None) == (blue == "blind")
             if belief is not None:
-                members = QUICK.styles.num_styles + 1  # and the pooled member
-                assert belief["num_members"] == members
-                assert 0 <= belief["reference_member"] < members
-                for key in ("accuracy", "none_fits"):
-                    _interval(belief[key])
-                    assert 0.0 <= belief[key]["mean"] <= 1.0
-            if fitted:
-                assert g["model"]["num_styles"] == QUICK.styles.num_styles
-                for key in ("against_identities", "against_intents"):
-                    assert -1.0 <= g["model"][key]["ari"] <= 1.0
-                    assert 0.0 < g["model"][key]["purity"] <= 1.0
+                assert belief["num_members"] == len(
+                    (g["model"] or generations[0]["model"])["members"]
+                )
+                _interval(belief["intent_accuracy"])
+                _interval(belief["none_fits"])
+                # fit_once's generation-0 model has no member for a later red
+                assert (belief["member"] is None) == (
+                    blue == "fit_once" and g["generation"] > 0
+                )
         assert (
             results["final"][blue]["exploitability"]
             == generations[-1]["exploitability"]
         )
+        rows = results["improvement"][blue]
+        assert set(rows) == (
+            {"blue", "rollout", *QUICK.planners} if blue == "plan" else {"blue"}
+        )
+        for cell in rows.values():
+            _interval(cell)
+    assert set(results["criteria"]) >= {
+        "lookahead_over_blind/score_vs_held_out",
+        "mcts_over_blind/score_vs_population",
+        "distilled_over_lookahead/score_vs_population",
+        "distilled_over_blind/exploitability",
+        "remodel_over_fit_once/score_vs_newest",
+    }
     text = (quick_run / "results.md").read_text()
     assert "captures vs its best response" in text and "| remodel |" in text
+    assert "| plan (lookahead) |" in text and "Improvement against" in text
 
 
 @pytest.mark.slow
 def test_the_report_renders_in_a_headless_browser(quick_run):
     results = json.loads((quick_run / "results.json").read_text())
     with report_page(quick_run / "report.html") as page:
-        # every blue, and the planning blue's planner beside its distillation
-        assert page.locator("#final tbody tr").count() == len(BLUES) + 1
+        # every blue, and the planning blue's planners and rollout policy beside
+        # its distillation
+        rows = len(BLUES) + 1 + len(QUICK.planners)
+        assert page.locator("#final tbody tr").count() == rows
         assert page.locator("#final").is_visible()
         players = len(results["ratings"]["players"])
         assert page.locator("#ratings tbody tr").count() == players
@@ -115,7 +155,7 @@ def test_the_report_renders_in_a_headless_browser(quick_run):
 
 @pytest.mark.slow
 def test_the_league_store_holds_every_checkpoint_and_rates_every_player(quick_run):
-    """The manifest lists every policy and style model of the league; every
+    """The manifest lists every policy and model of the league; every
     evaluation episode is a match; the Bradley-Terry ratings in results.json are
     the store's matches refitted, with the store's Elo beside them."""
     results = json.loads((quick_run / "results.json").read_text())
@@ -135,16 +175,19 @@ def test_the_league_store_holds_every_checkpoint_and_rates_every_player(quick_ru
         "plan_model",
         "blue_plan_rollout",
     }
-    # Every blue seed plays every red seed for eval_episodes episodes: the family
-    # (one seed a member), the best responses of the earlier generations and
-    # its own.
+    # Every blue seed plays every red seed: the family (one seed a member), the
+    # best responses of the earlier generations and its own; a policy for
+    # eval_episodes episodes, a planner for planner_episodes.
     family = len(results["family"]["members"])
     expected = 0
     for generations in results["lineages"].values():
         for gen in generations:
             red_seeds = family + (gen["generation"] + 1) * QUICK.num_seeds
-            rows = 2 if "planner" in gen else 1  # the plan lineage's planner too
-            expected += rows * QUICK.num_seeds * red_seeds * QUICK.eval_episodes
+            episodes = QUICK.eval_episodes
+            if "planners" in gen:  # the rollout policy, the planners
+                episodes += QUICK.eval_episodes
+                episodes += len(QUICK.planners) * QUICK.planner_episodes
+            expected += QUICK.num_seeds * red_seeds * episodes
     assert len(matches) == expected
     assert {m["score"] for m in matches} <= {0.0, 0.5, 1.0}
     players = results["ratings"]["players"]
@@ -152,8 +195,10 @@ def test_the_league_store_holds_every_checkpoint_and_rates_every_player(quick_ru
         m["opponent"] for m in matches
     }
     blues = [p for p in players if p.startswith("blue:")]
-    assert len(blues) == (len(BLUES) + 1) * g  # the planners too
-    assert sum(p.endswith("_planner") for p in blues) == g
+    rows = len(BLUES) + 1 + len(QUICK.planners)  # the rollout policy, the planners
+    assert len(blues) == rows * g
+    for planner in QUICK.planners:
+        assert sum(p.endswith(f"_{planner}") for p in blues) == g
     fit = fit_bradley_terry([(m["player"], m["opponent"], m["score"]) for m in matches])
     for name, rating, low, high in fit.leaderboard():
         assert players[name]["rating"] == pytest.approx(rating)
@@ -240,6 +285,7 @@ def test_a_killed_league_resumes_to_the_same_results(quick_run, tmp_path):
         assert json.loads(json.dumps(resumed[key])) == uninterrupted[key], key
 
 
+@pytest.mark.slow
 def test_the_tutorial_runs_the_league_of_two_blues(quick_run, tmp_path, capsys):
     """``docs/tutorials/cotrain.py`` (the site's "Run the co-training loop"), on a
     copy of the quick run's stages: every stage it asks for is one the quick run
@@ -264,7 +310,7 @@ def test_the_tutorial_runs_the_league_of_two_blues(quick_run, tmp_path, capsys):
         figure = results["lineages"][blue][0]["score_vs_population"]
         assert figure == quick["lineages"][blue][0]["score_vs_population"]
         assert f"{blue:8s} population {figure['mean']:.2f}" in printed
-    assert "blue:remodel_g0" in printed and "red:plain_s0" in printed
+    assert "blue:remodel_g0" in printed and "red:unaware_s0" in printed
 
 
 def test_the_cli_profiles_are_the_experiments():
@@ -290,8 +336,23 @@ def test_bad_leagues_are_named():
         with pytest.raises(InvalidParameterError, match=message):
             run_cotrain(dataclasses.replace(QUICK, **bad), print, Stages(None))
     config = CotrainConfig(red_private_tail=2)
-    assert config.styles.drop_obs_tail == 2  # the model never reads red's tail
-    assert dataclasses.replace(config, generations=3).styles.drop_obs_tail == 2
+    assert config.population_config().drop_obs_tail == 2  # never reads red's tail
+    for field, value, message in (
+        ("meta_strategy", "greedy", "meta_strategy must be one of"),
+        ("belief_input", "telepathy", "belief_input must be one of"),
+        ("intent_labels", "guessed", "intent_labels must be one of"),
+        ("planners", ("lookahead", "oracle"), "planners must be distinct names"),
+        ("meta_uniform", 1.5, "meta_uniform must be in"),
+        ("intent_rounds", -1, "intent_rounds must be >= 0"),
+        ("blue_first_steps", 0, "blue_first_steps must be >= 1"),
+    ):
+        with pytest.raises(InvalidParameterError, match=message):
+            dataclasses.replace(QUICK, **{field: value})
+    with pytest.raises(InvalidParameterError, match="teacher 'mcts' must be one"):
+        dataclasses.replace(QUICK, planners=("lookahead",), teacher="mcts")
+    plain = dataclasses.replace(QUICK, game_overrides=(), num_intents=1)
+    with pytest.raises(InvalidParameterError, match="belief_input 'intent' needs"):
+        run_cotrain(plain, print, Stages(None))
 
 
 @pytest.mark.slow
@@ -321,3 +382,53 @@ def test_the_battalion_league_runs_from_the_scripted_family(tmp_path):
     for name in ("results.md", "report.html", "generations.png"):
         assert (out / name).stat().st_size > 0, name
     assert "blue_win vs held-out reds" in (out / "results.md").read_text()
+
+
+def test_the_meta_strategy_draws_the_population():
+    """Uniform: every red alike. Nash, on the meta-game of blue's last generation
+    (scores 3, 1, 2): the equilibrium puts red's mass on the red that holds blue
+    lowest; half the draw stays uniform."""
+    assert meta_weights(QUICK, 2) == [1.0, 1.0]
+    assert meta_weights(QUICK, 3, np.array([3.0, 1.0, 2.0])) == [1.0, 1.0, 1.0]
+    nash = dataclasses.replace(QUICK, meta_strategy="nash", meta_uniform=0.5)
+    assert meta_weights(nash, 2) == [1.0, 1.0]  # no payoffs yet: uniform
+    np.testing.assert_allclose(
+        meta_weights(nash, 3, np.array([3.0, 1.0, 2.0])),
+        [1 / 6, 1 / 6 + 1 / 2, 1 / 6],
+    )
+    pure = dataclasses.replace(nash, meta_uniform=0.0)
+    np.testing.assert_allclose(meta_weights(pure, 2, np.array([2.0, 5.0])), [1.0, 0.0])
+    with pytest.raises(InvalidParameterError, match="one score per red"):
+        meta_weights(nash, 3, np.array([2.0, 5.0]))
+
+
+def test_the_first_guess_names_the_corner_the_prey_heads_for():
+    env, _ = make("tag_intent")
+    velocity = np.array([[1.0, 0.9], [-1.0, 0.5], [-0.3, -1.0], [0.8, -0.7]])
+    obs = np.zeros((4, 3, 1, env.prey_obs_size), np.float32)
+    obs[:, :, 0, 0:2] = velocity[:, None, :]  # the prey's own velocity
+    episodes = MemberEpisodes(obs, np.zeros((4, 3, 1), np.int32), np.ones((4, 3)))
+    # The corners: quadrants I, II, III, IV.
+    assert first_guess(env, episodes, 4).tolist() == [0, 1, 2, 3]
+    assert first_guess(env, episodes, 1).tolist() == [0, 0, 0, 0]
+    battalion, _ = make("battalion", discrete=True)
+    with pytest.raises(InvalidParameterError, match="needs a first guess"):
+        first_guess(battalion, episodes, 4)
+
+
+@pytest.mark.parametrize("folder", ["cotrain", "cotrain_battalion"])
+def test_results_of_the_earlier_loop_render_every_table_row(folder):
+    """A committed folder written before the loop fitted the population model
+    (style models, one planner, no paired improvement) renders with every table
+    row its own results.md had: its figures, its planner and its styles."""
+    from mopa.report.cotrain_report import results_markdown
+
+    root = Path(__file__).resolve().parents[2] / "results" / folder
+    results = json.loads((root / "results.json").read_text())
+    assert "improvement" not in results  # the earlier format
+    rendered = results_markdown(results).splitlines()
+    earlier = [
+        line for line in (root / "results.md").read_text().splitlines() if "|" in line
+    ]
+    assert any(line.startswith("| plan (planner) |") for line in earlier)
+    assert [line for line in earlier if line not in rendered] == []

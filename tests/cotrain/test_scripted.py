@@ -12,8 +12,10 @@ import pytest
 from mopa.cotrain import CotrainConfig
 from mopa.cotrain.scripted import (
     check_scripted_game,
+    clone_scripted,
     clone_scripted_red,
     scripted_episodes,
+    scripted_player,
 )
 from mopa.envs import make
 from mopa.envs.battalion_wrappers import BATTALION_ACTIONS, DiscreteActions
@@ -73,9 +75,13 @@ def test_scripted_members_are_refused_where_they_cannot_play(game):
     env, params = game
     tag, _ = make("tag_intent")
     with pytest.raises(InvalidParameterError, match="discrete two-team battalion"):
-        check_scripted_game(tag, "tag_intent", "prey")
+        check_scripted_game(tag, "tag_intent", "prey", "rush")
     with pytest.raises(InvalidParameterError, match="plays the battalion's team"):
-        check_scripted_game(env, "battalion", "blue")
+        check_scripted_game(env, "battalion", "blue", "rush")
+    with pytest.raises(InvalidParameterError, match="pursuit game of one prey"):
+        check_scripted_game(env, "battalion", "red", "evader")
+    with pytest.raises(InvalidParameterError, match="team 'prey'"):
+        check_scripted_game(tag, "tag_intent", "predator", "wanderer")
     with pytest.raises(InvalidParameterError, match="scripted red type must be"):
         CotrainConfig(family=(("x", (("scripted", "ambush"),)),), held_out_seeds=())
     with pytest.raises(InvalidParameterError, match="takes no other field"):
@@ -87,6 +93,35 @@ def test_scripted_members_are_refused_where_they_cannot_play(game):
         CotrainConfig(held_out_family=("nobody",))
     with pytest.raises(InvalidParameterError, match="every family seed is held"):
         CotrainConfig(family=(("a", ()),), held_out_seeds=(), held_out_family=("a",))
+
+
+def test_a_clone_learns_a_scripted_prey():
+    """The evader runs from the nearest predator by a fixed rule of its
+    observation: its clone plays its move on most recorded steps."""
+    env, params = make("tag_intent")
+    spec = PolicySpec(
+        kind="actor",
+        num_agents=1,
+        obs_size=env.prey_obs_size,
+        num_actions=5,
+        hidden=(64,),
+    )
+    weights, facts = clone_scripted(
+        env, params, "evader", spec, jax.random.key(0), episodes=64, num_updates=800
+    )
+    assert facts["samples"] == 64 * int(params.max_steps)
+    assert facts["agreement"] > 0.7, facts
+    # On fresh starting states, which the recorded episodes visit once each, the
+    # clone still plays the script's move far above chance (1 in 5; 0.58 here).
+    player = scripted_player(env, "evader")
+    obs, state = jax.vmap(env.reset, (0, None))(
+        jax.random.split(jax.random.key(9), 300), params
+    )
+    logits = spec.module().apply(weights, agent_inputs(spec, obs[1]))  # [300, 1, 5]
+    moves, _ = jax.vmap(
+        lambda s, o: player.act({}, jax.random.key(1), s, o, jnp.zeros((1, 0)), None)
+    )(state, obs[1])
+    assert np.mean(np.argmax(np.asarray(logits), -1) == np.asarray(moves)) > 0.5
 
 
 def test_fit_actor_learns_a_teacher_of_two_agents():

@@ -250,6 +250,68 @@ def test_member_data_reads_valid_steps_and_episode_intents():
 
 
 # -- the belief -----------------------------------------------------------------------
+def episodes_of(rng, member, num_episodes, steps=12):
+    """``(MemberEpisodes, intents [E])`` of ``member``: an intent per episode,
+    uniform states, sampled actions; one agent."""
+    intents = rng.integers(K, size=num_episodes)
+    states = rng.integers(S, size=(num_episodes, steps))
+    probs = TRUE[states, intents[:, None], member]  # [E, T, A]
+    draws = rng.random((num_episodes, steps))[..., None]
+    actions = (draws > probs.cumsum(-1)).sum(-1).astype(np.int32)
+    episodes = P.MemberEpisodes(
+        OBS[states][:, :, None], actions[:, :, None], np.ones((num_episodes, steps))
+    )
+    return episodes, intents
+
+
+def test_episode_log_likelihoods_sum_each_episodes_moves(clones):
+    params, _ = clones
+    episodes, _ = episodes_of(np.random.default_rng(1), 1, 5)
+    got = P.episode_log_likelihoods(CONFIG, params, 1, episodes)
+    log_probs = np.asarray(P.population_log_probs(CONFIG, params, jnp.asarray(OBS)))
+    for e in range(5):  # log_probs [S, K, M, A]
+        states = episodes.obs[e, :, 0].argmax(-1)
+        moves = episodes.actions[e, :, 0]
+        np.testing.assert_allclose(
+            got[e], log_probs[states, :, 1, moves].sum(0), rtol=1e-5
+        )
+
+
+def test_intents_are_found_from_a_rough_first_guess():
+    """A first guess right for 60% of the episodes (the rest drawn at random):
+    EM relabels them from the moves, within 3 points of the best any labeller
+    can do (each episode's most likely intent under the true policies)."""
+    rng = np.random.default_rng(3)
+    drawn = [episodes_of(rng, m, 160) for m in range(M)]
+    members = [episodes for episodes, _ in drawn]
+    truth = [intents for _, intents in drawn]
+    guess = [
+        np.where(rng.random(len(t)) < 0.6, t, rng.integers(K, size=len(t)))
+        for t in truth
+    ]
+    labels, changed = P.infer_intents(
+        jax.random.key(0), CONFIG, members, guess, rounds=3
+    )
+    for m, (got, want, first) in enumerate(zip(labels, truth, guess, strict=True)):
+        states = members[m].obs[:, :, 0].argmax(-1)  # [E, T]
+        moves = members[m].actions[:, :, 0]
+        log_true = np.log(TRUE[states, :, m, :])  # [E, T, K, A]
+        best = np.take_along_axis(log_true, moves[:, :, None, None], -1)
+        bayes = best[..., 0].sum(1).argmax(-1)  # [E]
+        assert np.mean(bayes == want) > 0.9
+        assert np.mean(first == want) < 0.85
+        assert np.mean(got == want) >= np.mean(bayes == want) - 0.03
+    assert len(changed) == 3 and changed[0] > 0.1 and changed[-1] < changed[0]
+    same, none = P.infer_intents(jax.random.key(0), CONFIG, members, guess, rounds=0)
+    assert none == [] and all(
+        np.array_equal(a, b) for a, b in zip(same, guess, strict=True)
+    )
+    with pytest.raises(InvalidParameterError, match="one first guess per member"):
+        P.infer_intents(jax.random.key(0), CONFIG, members, guess[:1], rounds=1)
+    with pytest.raises(InvalidParameterError, match=r"intents must be \[160\]"):
+        P.episodes_data(members[0], guess[0][:5])
+
+
 def test_belief_concentrates_on_the_true_intent_and_member(clones):
     params, _ = clones
     prior = P.init_population_belief(K, M)

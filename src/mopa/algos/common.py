@@ -8,17 +8,24 @@ whose parameters are constants of the compiled run. A frozen team's source is
 ``pool:PATH[,PATH...]``: every seed of every listed checkpoint is a member, and
 each game draws one member, uniformly, at the start of every episode (the member's
 index rides in the team's policy carry). A learner trained against a pool meets a
-population of opponents, not one.
+population of opponents, not one. A checkpoint may carry a weight,
+``pool:PATH@WEIGHT[,...]`` (a meta-strategy over the population, such as a Nash
+mixture): members are then drawn in proportion to the weights, a checkpoint's weight
+shared equally by its seeds, and a checkpoint without one weighs 1. A frozen actor
+samples its moves; ``greedy:SOURCE`` (any of the sources above) plays each actor's
+mode instead, as a deployed policy acts.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from mopa.envs import AutoReset, EpisodeStats, make
 from mopa.envs.base import Env, episode_sum_keys
@@ -88,7 +95,64 @@ def make_training_env(
 # -- frozen opponents ------------------------------------------------------------------
 FROZEN_BUILTINS = ("random",)
 POOL_PREFIX = "pool:"
-"""Prefix of a frozen pool's source: ``pool:PATH[,PATH...]``."""
+"""Prefix of a frozen pool's source: ``pool:PATH[@WEIGHT][,PATH[@WEIGHT]...]``."""
+WEIGHT_MARK = "@"
+"""Separates a pool checkpoint's path from its weight."""
+GREEDY_PREFIX = "greedy:"
+"""Prefix of a frozen source whose actors play their mode: ``greedy:SOURCE``."""
+
+
+def split_greedy(source: str) -> tuple[str, bool]:
+    """``(source without the greedy prefix, whether it had one)``."""
+    if source.startswith(GREEDY_PREFIX):
+        return source[len(GREEDY_PREFIX) :], True
+    return source, False
+
+
+def pool_items(source: str) -> list[tuple[str, float | None]]:
+    """``(path, weight or None)`` of every checkpoint a pool source lists, in order.
+
+    Raises:
+        InvalidParameterError: no checkpoint listed, or a weight that is not a
+            positive finite number.
+    """
+    items = []
+    for item in source[len(POOL_PREFIX) :].split(","):
+        item = item.strip()
+        if not item:
+            continue
+        path, mark, weight = item.rpartition(WEIGHT_MARK)
+        if not mark:
+            items.append((item, None))
+            continue
+        try:
+            value = float(weight)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value > 0):
+            raise InvalidParameterError(
+                f"frozen pool {source!r}: the weight of {path.strip()!r} must be a "
+                f"positive number, got {weight!r}"
+            )
+        items.append((path.strip(), value))
+    if not items:
+        raise InvalidParameterError(
+            f"frozen pool {source!r} lists no checkpoint (pool:PATH[,PATH...])"
+        )
+    return items
+
+
+def weighted_pool_source(paths: Sequence[Any], weights: Sequence[float]) -> str:
+    """The pool source of ``paths`` drawn in proportion to ``weights`` (one per
+    path; checkpoints of weight 0 are left out)."""
+    if len(paths) != len(weights):
+        raise InvalidParameterError(
+            f"give one weight per path, got {len(weights)} for {len(paths)} paths"
+        )
+    kept = [(str(p), float(w)) for p, w in zip(paths, weights, strict=True) if w > 0]
+    if not kept:
+        raise InvalidParameterError("every weight is 0: the pool would be empty")
+    return POOL_PREFIX + ",".join(f"{p}{WEIGHT_MARK}{w!r}" for p, w in kept)
 
 
 def frozen_policy(source: str, env_name: str, team: TeamInfo) -> tuple[PolicySpec, Any]:
@@ -99,8 +163,10 @@ def frozen_policy(source: str, env_name: str, team: TeamInfo) -> tuple[PolicySpe
         CheckpointError: the checkpoint is unreadable, of another game or its team
             does not fit this game's team.
     """
+    source, _ = split_greedy(source)  # the same weights whoever plays them
     if source.startswith(POOL_PREFIX):
-        return frozen_pool(source, env_name, team)
+        spec, params, _ = frozen_pool_weighted(source, env_name, team)
+        return spec, params
     if source == "random":
         spec = PolicySpec(
             kind="random",
@@ -121,20 +187,26 @@ def frozen_pool(source: str, env_name: str, team: TeamInfo) -> tuple[PolicySpec,
     of every listed checkpoint, in order (``P`` members, one network).
 
     Raises:
-        InvalidParameterError: the source lists no checkpoint.
+        InvalidParameterError: the source lists no checkpoint, or a bad weight.
         CheckpointError: a checkpoint is unreadable, of another game, lacks the
             team, does not fit this game's team, or has another network than the
             first member's.
     """
+    spec, params, _ = frozen_pool_weighted(source, env_name, team)
+    return spec, params
+
+
+def frozen_pool_weighted(
+    source: str, env_name: str, team: TeamInfo
+) -> tuple[PolicySpec, Any, np.ndarray | None]:
+    """:func:`frozen_pool` and the members' draw probabilities ``[P]``: each
+    checkpoint's weight (1 where the source gives none) shared equally by its
+    seeds, normalised; ``None`` when the source gives no weight (uniform)."""
     from mopa.policy import read_policy_file
 
-    paths = [p.strip() for p in source[len(POOL_PREFIX) :].split(",") if p.strip()]
-    if not paths:
-        raise InvalidParameterError(
-            f"frozen pool {source!r} lists no checkpoint (pool:PATH[,PATH...])"
-        )
-    spec, members = None, []
-    for path in paths:
+    items = pool_items(source)
+    spec, members, weights = None, [], []
+    for path, weight in items:
         policy_file = read_policy_file(path)
         if team.name not in policy_file.teams:
             raise CheckpointError(
@@ -146,11 +218,17 @@ def frozen_pool(source: str, env_name: str, team: TeamInfo) -> tuple[PolicySpec,
         if spec is not None and member_spec != spec:
             raise CheckpointError(
                 f"{path}: pool members must share one network; its "
-                f"{team.name!r} policy differs from {paths[0]}'s"
+                f"{team.name!r} policy differs from {items[0][0]}'s"
             )
         spec = member_spec
         members.append(params)
-    return spec, jax.tree.map(lambda *x: jnp.concatenate(x), *members)
+        seeds = pool_size(params)
+        weights += [(1.0 if weight is None else weight) / seeds] * seeds
+    params = jax.tree.map(lambda *x: jnp.concatenate(x), *members)
+    if all(weight is None for _, weight in items):
+        return spec, params, None
+    weights = np.asarray(weights, np.float64)
+    return spec, params, weights / weights.sum()
 
 
 def pool_size(params: Any) -> int:
@@ -291,36 +369,52 @@ def episode_metrics(metrics: dict, team_names: tuple[str, ...]) -> dict[str, jax
     return out
 
 
-def frozen_act_fn(spec: PolicySpec, params: Any) -> TeamActFn:
-    """Acting function of a frozen team (greedy for Q policies, sampling for actors,
-    recurrent ones carrying their hidden state)."""
+def frozen_act_fn(spec: PolicySpec, params: Any, greedy: bool = False) -> TeamActFn:
+    """Acting function of a frozen team (greedy for Q policies, sampling for actors
+    unless ``greedy``, recurrent ones carrying their hidden state)."""
     act = make_act_fn(spec)
 
     def fn(key, obs, first, hidden):
         reset = jnp.broadcast_to(first[:, None], obs.shape[:-1])
-        actions, hidden = act(params, key, obs, hidden, reset, greedy=False)
+        actions, hidden = act(params, key, obs, hidden, reset, greedy=greedy)
         return actions, hidden, ()
 
     return fn
 
 
-def frozen_pool_act_fn(spec: PolicySpec, params: Any) -> TeamActFn:
+def frozen_pool_act_fn(
+    spec: PolicySpec, params: Any, weights: Any = None, greedy: bool = False
+) -> TeamActFn:
     """Acting function of a frozen pool (params ``[P, ...]``): at the start of
-    every episode each game draws a member uniformly; the member then acts as
-    :func:`frozen_act_fn`'s policy would. The team's carry is the members' carry
-    with one more column, the drawn member's index (the same in every agent's
-    row)."""
+    every episode each game draws a member, uniformly or (``weights [P]``, summing
+    to 1) in proportion to ``weights``; the member then acts as
+    :func:`frozen_act_fn`'s policy would (``greedy``: its mode). The team's carry
+    is the members' carry with one more column, the drawn member's index (the
+    same in every agent's row)."""
     act = make_act_fn(spec)
     size = pool_size(params)
+    if weights is not None:
+        weights = np.asarray(weights, np.float64)
+        if weights.shape != (size,) or np.any(weights < 0) or weights.sum() <= 0:
+            raise InvalidParameterError(
+                f"weights must be [{size}] non-negative, not all 0, got "
+                f"{weights.tolist()}"
+            )
+        log_weights = jnp.log(jnp.asarray(weights / weights.sum(), jnp.float32))
+
+    def draw(key, num_games):
+        if weights is None:
+            return jax.random.randint(key, (num_games,), 0, size)
+        return jax.random.categorical(key, log_weights, shape=(num_games,))
 
     def one_game(member, key, obs, hidden, reset):
         chosen = jax.tree.map(lambda x: x[member], params)
-        return act(chosen, key, obs, hidden, reset, greedy=False)
+        return act(chosen, key, obs, hidden, reset, greedy=greedy)
 
     def fn(key, obs, first, hidden):
         key_member, key_act = jax.random.split(key)
         num_games = first.shape[0]
-        drawn = jax.random.randint(key_member, (num_games,), 0, size)
+        drawn = draw(key_member, num_games)
         member = jnp.where(first, drawn, hidden[:, 0, -1].astype(jnp.int32))
         reset = jnp.broadcast_to(first[:, None], obs.shape[:-1])
         actions, inner = jax.vmap(one_game)(
@@ -337,7 +431,7 @@ def frozen_pool_act_fn(spec: PolicySpec, params: Any) -> TeamActFn:
 def frozen_carry_size(source: str, spec: PolicySpec) -> int:
     """Carry columns of a frozen team from ``source``: its policy's, plus the
     member index for a pool."""
-    return spec.carry_size + int(source.startswith(POOL_PREFIX))
+    return spec.carry_size + int(split_greedy(source)[0].startswith(POOL_PREFIX))
 
 
 # -- run set-up shared by the trainers ----------------------------------------------
@@ -385,16 +479,15 @@ def setup_run(config, game: tuple[Env, Any] | None = None) -> RunSetup:
         for t, info in enumerate(infos)
         if info.name in config.frozen_teams
     }
-    frozen = {
-        t: frozen_policy(source, config.env, infos[t]) for t, source in sources.items()
-    }
-    frozen_fns = {
-        t: (
-            frozen_pool_act_fn(*frozen[t])
-            if source.startswith(POOL_PREFIX)
-            else frozen_act_fn(*frozen[t])
-        )
-        for t, source in sources.items()
-    }
+    frozen, frozen_fns = {}, {}
+    for t, given in sources.items():
+        source, greedy = split_greedy(given)
+        if source.startswith(POOL_PREFIX):
+            spec, params, weights = frozen_pool_weighted(source, config.env, infos[t])
+            frozen[t] = (spec, params)
+            frozen_fns[t] = frozen_pool_act_fn(spec, params, weights, greedy)
+        else:
+            frozen[t] = frozen_policy(source, config.env, infos[t])
+            frozen_fns[t] = frozen_act_fn(*frozen[t], greedy=greedy)
     carry = {t: frozen_carry_size(s, frozen[t][0]) for t, s in sources.items()}
     return RunSetup(base_env, env, env_params, infos, frozen, frozen_fns, carry)

@@ -51,7 +51,8 @@ class TrainConfig:
     """``(team, source)`` pairs for teams that do not learn; source is ``random``,
     the path of a policy checkpoint, or ``pool:PATH[,PATH...]`` (every seed of the
     listed checkpoints; each game draws one per episode,
-    :func:`mopa.algos.common.frozen_pool_act_fn`)."""
+    :func:`mopa.algos.common.frozen_pool_act_fn`; ``PATH@WEIGHT`` draws in
+    proportion to the weights); ``greedy:SOURCE`` plays the actors' modes."""
     num_chunks: int = 20
     """Jitted chunks per run: progress, metrics and the resumable state are
     written between chunks."""

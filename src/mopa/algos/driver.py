@@ -47,7 +47,7 @@ from mopa.core.checks import check_fits_memory, largest_leaf, tree_bytes
 from mopa.core.devices import dividing_devices
 from mopa.core.files import atomic_write, check_output_folder, write_json
 from mopa.core.runinfo import run_metadata
-from mopa.errors import CheckpointError
+from mopa.errors import CheckpointError, InvalidParameterError
 
 LOG_WINDOWS = 100
 """Rows per seed in ``metrics.jsonl`` (windows of updates averaged)."""
@@ -79,6 +79,10 @@ class RunResult:
     summary: dict[str, Any]
     policies: dict[str, tuple[Any, Any]]
     """``{team: (spec, params with a leading seed axis)}``."""
+    learners: dict[str, Any] | None
+    """``{team: weights with a leading seed axis}``: what a learning team has
+    learned (MAPPO: ``{"actor", "critic"}``), the ``start`` of a warm-started run;
+    ``None`` for an algorithm without warm starts."""
     out: Path | None
     resumed_from_chunk: int
     wall_s: float
@@ -201,6 +205,7 @@ def run_training(
     game: tuple[Any, Any] | None = None,
     on_chunk: Callable[[int, dict[str, np.ndarray]], None] | None = None,
     make_trainer: Callable[..., Any] | None = None,
+    start: dict[str, Any] | None = None,
 ) -> RunResult:
     """Train ``config.num_seeds`` seeds of ``config`` to completion.
 
@@ -215,13 +220,23 @@ def run_training(
         make_trainer: ``make_trainer(config, game) -> Trainer`` to use instead of
             the config's algorithm's (a variant of it under measurement, such
             as MAPPO's plain paths in ``mopa bench train --plain-paths``).
+        start: a warm start, ``{team: weights [S, ...]}`` as an earlier run's
+            :attr:`RunResult.learners` gives them (one per seed of this run):
+            those teams learn on from these weights (their optimiser's state
+            fresh, the learning rate's schedule from its start); the other
+            teams start afresh. No run folder then (the config does not record
+            the weights).
 
     Raises:
         CheckpointError: ``out`` holds a finished run, a run of another config or
             algorithm, or a damaged state file.
+        InvalidParameterError: ``start`` names a team that does not learn, or
+            weights that are not this run's networks.
     """
     if game is not None and out is not None:
         raise CheckpointError("a run on a custom game cannot be saved to a folder")
+    if start is not None and out is not None:
+        raise CheckpointError("a warm-started run cannot be saved to a folder")
     start_time = time.perf_counter()
     config_dict = config.to_dict()
     if out is not None:  # refuse a folder that cannot take this run before any work
@@ -232,6 +247,8 @@ def run_training(
     state = jax.eval_shape(jax.vmap(trainer.init), keys)
     check_state_fits(config, state)  # before any of it is allocated
     carry = jax.jit(jax.vmap(trainer.init))(keys)
+    if start is not None:
+        carry = _warm_start(trainer, carry, start)
     bounds = chunk_bounds(config)
     sharding = seed_sharding(config.num_seeds)
     if sharding is not None:
@@ -300,11 +317,38 @@ def run_training(
         metrics=metrics,
         summary=summary,
         policies=trainer.policies(carry),
+        learners=None if trainer.learners is None else trainer.learners(carry),
         out=out,
         resumed_from_chunk=resumed_from,
         wall_s=time.perf_counter() - start_time,
         compile_s=compile_s,
     )
+
+
+def _warm_start(trainer: Trainer, carry: Any, start: dict[str, Any]) -> Any:
+    """``carry [S]`` with ``start``'s weights in place (see :func:`run_training`)."""
+    if trainer.warm_start is None or trainer.learners is None:
+        raise InvalidParameterError(
+            f"{trainer.config.algo} has no warm start; start must be None"
+        )
+    fresh = trainer.learners(carry)
+    unknown = sorted(set(start) - set(fresh))
+    if unknown:
+        raise InvalidParameterError(
+            f"start names {unknown}; the learning teams are {sorted(fresh)}"
+        )
+    for team, weights in start.items():
+        expected = jax.tree.map(jnp.shape, fresh[team])
+        given = jax.tree.map(jnp.shape, weights)
+        if jax.tree.structure(expected) != jax.tree.structure(given) or jax.tree.leaves(
+            expected
+        ) != jax.tree.leaves(given):
+            raise InvalidParameterError(
+                f"start[{team!r}]: the weights are not this run's networks "
+                f"(shapes {given}, expected {expected})"
+            )
+    start = jax.tree.map(jnp.asarray, start)
+    return jax.jit(jax.vmap(trainer.warm_start))(carry, start)
 
 
 def _nanmean(x: np.ndarray) -> float:

@@ -30,6 +30,14 @@ class Trainer(NamedTuple):
     policies: Callable[[Any], dict[str, tuple[PolicySpec, Any]]]
     """``carry -> {team: (spec, params)}`` for every learning team."""
     team_names: tuple[str, ...]
+    learners: Callable[[Any], dict[str, Any]] | None = None
+    """``carry -> {team: weights}``: everything a learning team has learned (for
+    MAPPO its actor's and its critic's weights), what a warm start resumes from;
+    ``None`` where the algorithm has no warm start."""
+    warm_start: Callable[[Any, dict[str, Any]], Any] | None = None
+    """``(carry, {team: weights as learners gives them}) -> carry``: a fresh run's
+    carry with those teams' weights in place of the initial ones (their
+    optimiser's state fresh)."""
 
 
 class TrainOutput(NamedTuple):

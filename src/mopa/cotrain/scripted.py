@@ -1,5 +1,13 @@
 """Scripted red strategies as members of a league's red family.
 
+Two families of scripts: the battalion's scripted Reds (below) and the pursuit
+games' scripted prey (:data:`SCRIPTED_PREY`: the prey that runs from the nearest
+predator and the one that wanders, outside any trained family). Each is played in
+the league by its **clone**, red's actor network fitted to the script's moves in
+episodes against a uniform-random blue (:func:`clone_scripted`). A scripted prey
+is a :class:`~mopa.players.Player` of the game, recorded as any player is
+(:func:`clone_player`).
+
 The battalion's scripted Reds (:data:`mopa.envs.scripted_red.RED_TYPES`: the
 strategy family ``rush``, ``flank_left``, ... and the ladder) read the game's whole
 state, so no frozen pool of networks can play them. A league that starts from them
@@ -23,19 +31,41 @@ import numpy as np
 
 from mopa.envs.battalion import BattalionEnv
 from mopa.envs.battalion_wrappers import DiscreteActions
+from mopa.envs.pursuit import PursuitEnv
 from mopa.envs.scripted_red import RED_TYPES, red_script
 from mopa.errors import InvalidParameterError
+from mopa.planning import SCRIPTED_PREY_PLAYERS
+from mopa.players import PolicyPlayer
 from mopa.policy import PolicySpec, agent_inputs, fit_actor
 
 SCRIPTED = "scripted"
 """The family-entry field that names a scripted red type: ``("rush",
 (("scripted", "rush"),))``."""
+SCRIPTED_PREY = ("evader", "wanderer")
+"""The pursuit games' scripted prey (``intent_population``'s out-of-family prey:
+:class:`~mopa.planning.EvaderPrey`,
+:class:`~mopa.planning.WandererPrey`)."""
+SCRIPTED_TYPES = (*RED_TYPES, *SCRIPTED_PREY)
+"""Every scripted red type a family entry may name."""
 
 
-def check_scripted_game(env: Any, name: str, red_team: str) -> None:
-    """Refuse a game in which a scripted red cannot be recorded: the discrete
-    two-team battalion (``battalion`` with ``discrete=True``), red its team
-    ``"red"``."""
+def check_scripted_game(env: Any, name: str, red_team: str, red_type: str) -> None:
+    """Refuse a game in which the scripted red ``red_type`` cannot be recorded: a
+    battalion Red needs the discrete two-team battalion (``battalion`` with
+    ``discrete=True``), red its team ``"red"``; a scripted prey a pursuit game of
+    one prey, red its team ``"prey"``."""
+    if red_type in SCRIPTED_PREY:
+        if not isinstance(env, PursuitEnv) or env.num_prey != 1:
+            raise InvalidParameterError(
+                f"a scripted prey family member ({red_type}) needs a pursuit game "
+                f"of one prey, got {name}"
+            )
+        if red_team != "prey":
+            raise InvalidParameterError(
+                f"a scripted prey plays the pursuit game's team 'prey', not "
+                f"{red_team!r}"
+            )
+        return
     inner = getattr(env, "env", None)
     if not (isinstance(env, DiscreteActions) and isinstance(inner, BattalionEnv)):
         raise InvalidParameterError(
@@ -50,11 +80,112 @@ def check_scripted_game(env: Any, name: str, red_team: str) -> None:
 
 
 def check_scripted_type(red_type: Any) -> str:
-    if red_type not in RED_TYPES:
+    if red_type not in SCRIPTED_TYPES:
         raise InvalidParameterError(
-            f"scripted red type must be one of {RED_TYPES}, got {red_type!r}"
+            f"scripted red type must be one of {SCRIPTED_TYPES}, got {red_type!r}"
         )
     return str(red_type)
+
+
+def scripted_player(env: PursuitEnv, red_type: str) -> Any:
+    """The scripted prey ``red_type`` of :data:`SCRIPTED_PREY` as a player."""
+    return SCRIPTED_PREY_PLAYERS[red_type](env)
+
+
+def clone_scripted(
+    env: Any,
+    params: Any,
+    red_type: str,
+    spec: PolicySpec,
+    key: jax.Array,
+    *,
+    episodes: int,
+    num_updates: int,
+) -> tuple[Any, dict[str, Any]]:
+    """Red's actor ``spec`` fitted to the script ``red_type`` (a battalion Red,
+    :func:`clone_scripted_red`, or a scripted prey, :func:`clone_player`)."""
+    if red_type in SCRIPTED_PREY:
+        red = env.team_index("prey")
+        return clone_player(
+            env,
+            params,
+            red,
+            scripted_player(env, red_type),
+            {},
+            spec,
+            key,
+            episodes=episodes,
+            num_updates=num_updates,
+        )
+    return clone_scripted_red(
+        env,
+        params,
+        red_type,
+        spec,
+        key,
+        episodes=episodes,
+        num_updates=num_updates,
+    )
+
+
+def clone_player(
+    env: Any,
+    params: Any,
+    team: int,
+    player: Any,
+    player_params: Any,
+    spec: PolicySpec,
+    key: jax.Array,
+    *,
+    episodes: int,
+    num_updates: int,
+    batch_size: int = 256,
+    lr: float = 1e-3,
+) -> tuple[Any, dict[str, Any]]:
+    """An actor ``spec`` fitted to ``player``'s moves for ``team`` of a two-team
+    game, in ``episodes`` episodes against a uniform-random other team.
+
+    Returns:
+        ``(params, facts)`` as :func:`clone_scripted_red`'s.
+    """
+    from mopa.algos.common import frozen_policy, team_infos
+    from mopa.opponent.data import generate
+
+    other = team_infos(env)[1 - team]
+    random_spec, random_params = frozen_policy("random", env.name, other)
+    players = [PolicyPlayer(random_spec), PolicyPlayer(random_spec)]
+    players[team] = player
+    weights = [random_params, random_params]
+    weights[team] = player_params
+    key_play, key_fit = jax.random.split(key)
+    data = generate(
+        env, params, tuple(players), tuple(weights), key_play, num_chains=episodes
+    )
+    name = env.team_names[team]
+    valid = np.asarray(data["valid"], bool)
+    obs = np.asarray(data[f"obs.{name}"])[valid]
+    actions = np.asarray(data[f"actions.{name}"])[valid]
+    return _fit_clone(spec, obs, actions, key_fit, num_updates, batch_size, lr)
+
+
+def _fit_clone(spec, obs, actions, key, num_updates, batch_size, lr):
+    """:func:`mopa.policy.fit_actor` and what the clone agrees with."""
+    weights, losses = fit_actor(
+        spec,
+        obs,
+        actions,
+        key,
+        num_updates=num_updates,
+        batch_size=batch_size,
+        lr=lr,
+    )
+    logits = spec.module().apply(weights, agent_inputs(spec, jnp.asarray(obs)))
+    agreement = float(np.mean(np.argmax(np.asarray(logits), -1) == actions))
+    return weights, {
+        "samples": int(actions.size),
+        "agreement": agreement,
+        "final_loss": float(losses[-1]),
+    }
 
 
 def scripted_episodes(
@@ -130,19 +261,4 @@ def clone_scripted_red(
     """
     key_play, key_fit = jax.random.split(key)
     obs, actions = scripted_episodes(env, params, red_type, key_play, episodes)
-    weights, losses = fit_actor(
-        spec,
-        obs,
-        actions,
-        key_fit,
-        num_updates=num_updates,
-        batch_size=batch_size,
-        lr=lr,
-    )
-    logits = spec.module().apply(weights, agent_inputs(spec, jnp.asarray(obs)))
-    agreement = float(np.mean(np.argmax(np.asarray(logits), -1) == actions))
-    return weights, {
-        "samples": int(actions.size),
-        "agreement": agreement,
-        "final_loss": float(losses[-1]),
-    }
+    return _fit_clone(spec, obs, actions, key_fit, num_updates, batch_size, lr)

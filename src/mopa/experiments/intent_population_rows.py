@@ -72,7 +72,7 @@ from mopa.opponent.population import (
     none_fits_probability,
 )
 from mopa.planning import (
-    EvaderPrey,
+    SCRIPTED_PREY_PLAYERS,
     IntentModelParams,
     IntentPredator,
     LookaheadParams,
@@ -81,7 +81,6 @@ from mopa.planning import (
     PopulationOpponentModel,
     PopulationPredator,
     PreyModel,
-    WandererPrey,
     intent_predator_params,
     match_beliefs,
     match_residuals,
@@ -105,7 +104,7 @@ ROWS = (
 """Evaluation rows, in table order."""
 
 
-OUT_OF_FAMILY_PREY = {"evader": EvaderPrey, "wanderer": WandererPrey}
+OUT_OF_FAMILY_PREY = SCRIPTED_PREY_PLAYERS
 """Scripted prey outside the trained family, by name (each built from the game)."""
 
 

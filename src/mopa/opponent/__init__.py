@@ -22,7 +22,7 @@ from mopa.opponent.bc import (
     steering_rate,
 )
 from mopa.opponent.bc import make_train as make_bc_train
-from mopa.opponent.belief_game import BeliefObservation
+from mopa.opponent.belief_game import BeliefObservation, IntentBeliefInput
 from mopa.opponent.beliefs import (
     bayes_beliefs,
     fit_readout_temperature,
@@ -120,6 +120,7 @@ from mopa.opponent.styles import StyleConfig, fit_style_population
 __all__ = [
     "BCConfig",
     "BeliefObservation",
+    "IntentBeliefInput",
     "OnlineResidualConfig",
     "OnlineResidualState",
     "StyleConfig",

@@ -105,6 +105,16 @@ with probability at most ``1 / c``; until the opponent is recognised, the
 planner plays against the conservative fallback (as GSCU plays its conservative
 policy). The belief, its flag and what a user reads are unchanged.
 
+**Intents found without labels** (:func:`infer_intents`). An opponent's intent
+is private: the modelling side sees its moves, never its intent. Each episode's
+intent is then a latent variable, found by hard expectation-maximisation from a
+first guess that names the intents (a rule on public behaviour, such as the corner
+the opponent heads for): fit the clones on the current labels, relabel each episode
+by the intent under which its own member's clone gives its moves the highest
+likelihood, ``argmax_g sum_t log p(a_t | o_t, g, m)``, and repeat. The first
+guess anchors each intent's meaning (EM alone would find the intents up to a
+permutation per member).
+
 **Across episodes** (a match: one opponent, intents redrawn each episode):
 :func:`reset_intent` keeps the style marginal ``sum_g b(g, m)`` and the none-fits
 odds and resets the intent marginal to its prior, ``b(g, m) = prior(g) sum_g'
@@ -285,6 +295,99 @@ def fit_population(
         fits.append(train(jax.random.fold_in(key, len(inputs)), *pooled))
     params = jax.tree.map(lambda *xs: jnp.stack(xs), *[p for p, _ in fits])
     return params, tuple(metrics for _, metrics in fits)
+
+
+class MemberEpisodes(NamedTuple):
+    """One opponent's episodes, every one of ``T`` steps (``A`` agents)."""
+
+    obs: Any  # [E, T, A, D] float
+    actions: Any  # [E, T, A] int
+    valid: Any  # [E, T] bool: the step was played
+
+
+def member_episodes(dataset: TrajectoryDataset, team: str) -> MemberEpisodes:
+    """``team``'s episodes in ``dataset`` (:meth:`TrajectoryDataset.episodes`)."""
+    return MemberEpisodes(
+        obs=dataset.episodes(f"obs.{team}"),
+        actions=dataset.episodes(f"actions.{team}"),
+        valid=dataset.episodes("valid"),
+    )
+
+
+def episodes_data(episodes: MemberEpisodes, intents: Any) -> MemberData:
+    """Every valid step of ``episodes`` as :class:`MemberData`, each step labelled
+    with its episode's intent (``intents [E]``); agents pooled."""
+    obs, actions, valid = (np.asarray(x) for x in episodes)
+    intents = np.asarray(intents)
+    if intents.shape != valid.shape[:1]:
+        raise InvalidParameterError(
+            f"intents must be [{valid.shape[0]}] (one per episode), got {intents.shape}"
+        )
+    mask = np.broadcast_to(valid.astype(bool)[..., None], actions.shape)
+    labels = np.broadcast_to(intents[:, None, None], actions.shape)
+    return MemberData(
+        obs=obs[mask].astype(np.float32),
+        actions=actions[mask].astype(np.int32),
+        intents=labels[mask].astype(np.int32),
+    )
+
+
+def episode_log_likelihoods(
+    config: PopulationConfig, params: Any, member: int, episodes: MemberEpisodes
+) -> np.ndarray:
+    """``[E, K]``: the log-likelihood of each episode's moves under member
+    ``member``'s clone and each intent (valid steps, every agent)."""
+    obs, actions, valid = (jnp.asarray(x) for x in episodes)
+    one = jax.tree.map(lambda x: x[member : member + 1], params)
+    log_probs = population_log_probs(config, one, obs)[..., 0, :]  # [E, T, A, K, n]
+    taken = jnp.take_along_axis(
+        log_probs, actions[..., None, None].astype(jnp.int32), -1
+    )[..., 0]  # [E, T, A, K]
+    return np.asarray(jnp.einsum("etak,et->ek", taken, valid.astype(jnp.float32)))
+
+
+def infer_intents(
+    key: jax.Array,
+    config: PopulationConfig,
+    members: Sequence[MemberEpisodes],
+    first_guess: Sequence[Any],
+    *,
+    rounds: int,
+) -> tuple[list[np.ndarray], list[float]]:
+    """Each episode's intent, without intent labels (module docstring: hard EM).
+
+    Args:
+        key: PRNG key (round ``r`` fits with ``fold_in(key, r)``).
+        config: the population (its clones are refitted every round; its pooled
+            member is left out of the rounds).
+        members: each opponent's episodes.
+        first_guess: each opponent's first labels ``[E]``, in ``[0, K)``.
+        rounds: EM rounds (0 returns the first guess).
+
+    Returns:
+        ``(labels, changed)``: each opponent's labels ``[E]`` and the share of
+        all episodes each round relabelled.
+    """
+    if len(members) != len(first_guess) or not members:
+        raise InvalidParameterError(
+            f"give one first guess per member, got {len(first_guess)} for "
+            f"{len(members)} members"
+        )
+    check_count("rounds", rounds, low=0)
+    labels = [np.asarray(g, np.int32) for g in first_guess]
+    rounds_config = dataclasses.replace(config, pooled_member=False)
+    changed = []
+    for r in range(rounds):
+        data = [episodes_data(e, g) for e, g in zip(members, labels, strict=True)]
+        clones, _ = fit_population(jax.random.fold_in(key, r), rounds_config, data)
+        new = [
+            np.argmax(episode_log_likelihoods(rounds_config, clones, m, e), 1)
+            for m, e in enumerate(members)
+        ]
+        moved = sum(int(np.sum(a != b)) for a, b in zip(new, labels, strict=True))
+        changed.append(moved / sum(len(g) for g in labels))
+        labels = [g.astype(np.int32) for g in new]
+    return labels, changed
 
 
 @functools.cache

@@ -9,13 +9,20 @@ opponent's path or moves, fed to a policy or to a planner's opponent model) and
 :class:`PopulationPredator` (a planner against a population model, with a
 fallback for an opponent no member fits and its online correction); the pursuit
 game's scripted prey from outside a trained family, :class:`EvaderPrey` and
-:class:`WandererPrey`.
+:class:`WandererPrey`. A planner distilled into a policy by DAgger: :func:`dagger`.
 
 >>> from mopa.planning import LookaheadConfig
 >>> LookaheadConfig(num_rollouts=8, horizon=5, mode="joint").gamma
 0.95
 """
 
+from mopa.planning.distill import (
+    DaggerConfig,
+    DaggerRound,
+    Relabelled,
+    dagger,
+    relabel_episodes,
+)
 from mopa.planning.intent_player import (
     FEEDS,
     SOURCES,
@@ -45,7 +52,7 @@ from mopa.planning.mcts import (
     SearchNode,
     simulator_steps_per_decision,
 )
-from mopa.planning.observed_belief import ObservedBeliefPlanner
+from mopa.planning.observed_belief import ObservedBeliefPlanner, StateBeliefPlanner
 from mopa.planning.opponents import (
     FallbackLatent,
     FunctionOpponentModel,
@@ -64,6 +71,7 @@ from mopa.planning.opponents import (
     residual_params,
 )
 from mopa.planning.population_player import (
+    SCRIPTED_PREY_PLAYERS,
     EvaderPrey,
     PopulationCarry,
     PopulationPredator,
@@ -73,9 +81,15 @@ from mopa.planning.population_player import (
 )
 
 __all__ = [
+    "DaggerConfig",
+    "DaggerRound",
+    "Relabelled",
+    "dagger",
+    "relabel_episodes",
     "FEEDS",
     "MODES",
     "SOURCES",
+    "SCRIPTED_PREY_PLAYERS",
     "EvaderPrey",
     "IntentPredator",
     "IntentPredatorParams",
@@ -101,6 +115,7 @@ __all__ = [
     "MCTSPlan",
     "MCTSPlayer",
     "ObservedBeliefPlanner",
+    "StateBeliefPlanner",
     "OnlineResidualModel",
     "OnlineResidualParams",
     "OpponentHeadModel",

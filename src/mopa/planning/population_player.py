@@ -462,3 +462,8 @@ def _check_one_prey(env: PursuitEnv, who: str) -> None:
         raise InvalidParameterError(
             f"env: the {who} plays one prey, the game has {env.num_prey}"
         )
+
+
+SCRIPTED_PREY_PLAYERS = {"evader": EvaderPrey, "wanderer": WandererPrey}
+"""The scripted prey from outside a trained family, by name, each built from the
+pursuit game (``SCRIPTED_PREY_PLAYERS[name](env)``)."""

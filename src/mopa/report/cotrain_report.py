@@ -21,14 +21,27 @@ from mopa.report.page import figures_html, html_page, html_table
 REPORT = "report.html"
 GENERATIONS_PNG = "generations.png"
 CURVES = (
-    (("exploitability", "score_vs_best_response"), "{metric} vs its best response"),
     (("score_vs_held_out",), "{metric} vs held-out reds"),
     (("score_vs_population",), "{metric} vs red's population"),
-    (("belief_on_newest_red", "accuracy"), "belief accuracy on the newest red"),
+    (("exploitability", "score_vs_best_response"), "{metric} vs its best response"),
+    (("score_vs_newest",), "{metric} vs the newest reds"),
+    (
+        ("belief_on_newest_red", "intent_accuracy"),
+        "belief: the newest red's intent found",
+    ),
+    (
+        ("belief_on_newest_red", "member_accuracy"),
+        "belief: the newest red's member found",
+    ),
 )
 """``(path into a generation's results, title)`` of every curve; ``{metric}`` is
 the league's score of blue (results.json's ``metric``: ``captures`` in the pursuit
 games, ``blue_win`` in the battalion)."""
+EARLIER_CURVES = (
+    (("belief_on_newest_red", "accuracy"), "belief accuracy on the newest red"),
+)
+"""Curves of results written before the loop fitted the population model (tables
+in ``results.md`` only)."""
 
 
 def _cell(generation: Mapping, path: tuple[str, ...]) -> Mapping | None:
@@ -39,16 +52,33 @@ def _cell(generation: Mapping, path: tuple[str, ...]) -> Mapping | None:
 
 
 def series(results: Mapping) -> dict[str, list[Mapping]]:
-    """Every blue's generations, the planning blue's planner as a blue of its own
-    (``plan (planner)``, beside ``plan``, its distillation)."""
+    """Every blue's generations, the planning blue's planners and the policy they
+    roll out as blues of their own (``plan (lookahead)``, ``plan (mcts)``, ``plan
+    (rollout)``, beside ``plan``, the distilled policy). Results written before
+    the loop evaluated several planners hold one, ``plan (planner)``."""
     out: dict[str, list[Mapping]] = {}
     for blue, generations in results["lineages"].items():
         out[blue] = generations
-        if generations and "planner" in generations[0]:
-            out[f"{blue} (planner)"] = [
-                {"generation": g["generation"], **g["planner"]} for g in generations
+        for row in _planners(generations[0]) if generations else ():
+            out[f"{blue} ({row})"] = [
+                {"generation": g["generation"], **_planners(g)[row]}
+                for g in generations
             ]
     return out
+
+
+def _planners(generation: Mapping) -> Mapping:
+    """The planning blue's rows of one generation by name (``planner``, the one
+    planner of results written before the loop evaluated several)."""
+    if "planners" in generation:
+        return generation["planners"]
+    return {"planner": generation["planner"]} if "planner" in generation else {}
+
+
+def _rating_name(blue: str, generation: int) -> str:
+    """The league's name of a :func:`series` blue at ``generation``."""
+    name, _, row = blue.partition(" (")
+    return f"blue:{name}_g{generation}" + (f"_{row[:-1]}" if row else "")
 
 
 def _title(results: Mapping, title: str) -> str:
@@ -76,9 +106,7 @@ def final_rows(results: Mapping) -> tuple[list[str], list[list[str]]]:
     rows = []
     for blue, generations in series(results).items():
         last = generations[-1]
-        name = blue.replace(" (planner)", "")
-        planner = "_planner" if name != blue else ""
-        rating = players[f"blue:{name}_g{last['generation']}{planner}"]
+        rating = players[_rating_name(blue, last["generation"])]
         low, high = rating["ci95"]
         rows.append(
             [
@@ -108,9 +136,43 @@ def curve_rows(
     return header, rows
 
 
+def model_rows(results: Mapping) -> tuple[list[str], list[list[str]]]:
+    """Every fitted model of red: its members, how its intents were learned and
+    how often the labels were red's true intents (an evaluation)."""
+    header = [
+        "blue",
+        "generation",
+        "members",
+        "intents",
+        "labels right",
+        "relabelled by EM (per round)",
+    ]
+    rows = []
+    for blue, generations in results["lineages"].items():
+        for g in generations:
+            model = g.get("model")
+            if not model or "members" not in model:  # no population model
+                continue
+            accuracy = model.get("label_accuracy")
+            rows.append(
+                [
+                    blue,
+                    str(g["generation"]),
+                    str(len(model["members"])),
+                    str(model.get("intent_labels") or "-"),
+                    "-" if accuracy is None else f"{accuracy:.2f}",
+                    ", ".join(f"{x:.2f}" for x in model.get("em_relabelled", []))
+                    or "-",
+                ]
+            )
+    return header, rows
+
+
 def style_rows(results: Mapping) -> tuple[list[str], list[list[str]]]:
-    """Every fitted style model: how many styles, and how they match red's
-    identities and intents (adjusted Rand index, purity)."""
+    """Every style model of red (results written before the loop fitted the
+    population model: red's styles found by a VAE and k-means): how many styles,
+    and how they match red's identities and intents (adjusted Rand index,
+    purity)."""
     header = [
         "blue",
         "generation",
@@ -121,24 +183,88 @@ def style_rows(results: Mapping) -> tuple[list[str], list[list[str]]]:
     rows = []
     for blue, generations in results["lineages"].items():
         for g in generations:
-            if not g["model"]:
+            model = g.get("model")
+            if not model or "num_styles" not in model:
                 continue
             cells = [
                 f"{score['ari']:.2f} ({score['purity']:.2f})" if score else "-"
-                for score in (
-                    g["model"]["against_identities"],
-                    g["model"].get("against_intents"),
-                )
+                for score in (model["against_identities"], model.get("against_intents"))
             ]
-            rows.append(
-                [blue, str(g["generation"]), str(g["model"]["num_styles"]), *cells]
-            )
+            rows.append([blue, str(g["generation"]), str(model["num_styles"]), *cells])
+    return header, rows
+
+
+def improvement_rows(results: Mapping) -> tuple[list[str], list[list[str]]]:
+    """Every blue's score against the held-out reds at the last generation less
+    generation 0's, paired episode by episode (none in results written before the
+    loop paired its generations)."""
+    header = ["blue", "last generation less generation 0 (paired)"]
+    rows = []
+    for blue, by_row in results.get("improvement", {}).items():
+        for row, cell in by_row.items():
+            name = blue if row == "blue" else f"{blue} ({row})"
+            rows.append([name, _signed_cell(cell)])
+    return header, rows
+
+
+STAGE_KINDS = (
+    ("family_", "red's family (co-training runs, scripted clones)"),
+    ("blue_blind_g0", "generation 0's blind blue"),
+    ("blue_model_g0", "generation 0's model blue"),
+    ("model_", "blue's models of red"),
+    ("blue_", "blues of generation 1 on"),
+    ("distill_", "the planner's distillations"),
+    ("red_", "best responses"),
+    ("eval_", "evaluations (planners included)"),
+)
+"""Stage names' prefixes, in matching order, and what they are."""
+
+
+def stage_time_rows(results: Mapping) -> tuple[list[str], list[list[str]]]:
+    """Wall seconds of the run's stages by kind (as first run; a reused stage
+    counts its first run's time)."""
+    totals: dict[str, list[float]] = {}
+    for name, seconds in results.get("timing_s", {}).items():
+        kind = next((k for k, _ in STAGE_KINDS if name.startswith(k)), "other")
+        totals.setdefault(kind, []).append(float(seconds))
+    labels = dict(STAGE_KINDS)
+    header = ["stages", "count", "wall seconds"]
+    rows = [
+        [labels.get(kind, kind), str(len(totals[kind])), f"{sum(totals[kind]):.0f}"]
+        for kind in [*labels, "other"]
+        if kind in totals
+    ]
+    if rows:
+        every = [x for values in totals.values() for x in values]
+        rows.append(["all", str(len(every)), f"{sum(every):.0f}"])
+    return header, rows
+
+
+def _signed_cell(cell: Mapping) -> str:
+    low, high = cell["ci95"]
+    return f"{cell['mean']:+.2f} [{low:+.2f}, {high:+.2f}]"
+
+
+def criteria_rows(results: Mapping) -> tuple[list[str], list[list[str]]]:
+    """The last generation's comparisons: ratio of means, intervals apart (none in
+    results written before the loop compared its blues)."""
+    header = ["comparison", "a", "b", "a / b", "95% intervals apart"]
+    rows = [
+        [
+            name,
+            f"{c['a']:.2f}",
+            f"{c['b']:.2f}",
+            "-" if c["ratio"] is None else f"{c['ratio']:.2f}",
+            "yes" if c["intervals_apart"] else "no",
+        ]
+        for name, c in results.get("criteria", {}).items()
+    ]
     return header, rows
 
 
 def results_markdown(results: Mapping) -> str:
     lines = [
-        "# Co-training: red adapts, blue re-models",
+        "# Co-training: red adapts, blue improves, re-models and plans",
         "",
         f"Profile `{results['profile']}` (`{command(results)}`). Blue's "
         f"{_title(results, '{metric}')} per episode, mean [95% interval over "
@@ -150,15 +276,20 @@ def results_markdown(results: Mapping) -> str:
         *markdown_table(*final_rows(results)),
         "",
     ]
-    for path, title in CURVES:
+    for path, title in (*CURVES, *EARLIER_CURVES):
         header, rows = curve_rows(results, path)
         if rows:
             lines += [f"## {_title(results, title)}", "", *markdown_table(header, rows)]
             lines.append("")
-    header, rows = style_rows(results)
-    if rows:
-        lines += ["## Styles found without labels", "", *markdown_table(header, rows)]
-        lines.append("")
+    for title, (header, rows) in (
+        ("Improvement against the held-out reds", improvement_rows(results)),
+        ("The last generation's comparisons", criteria_rows(results)),
+        ("Blue's models of red", model_rows(results)),
+        ("Styles found without labels", style_rows(results)),
+        ("Where the time went", stage_time_rows(results)),
+    ):
+        if rows:
+            lines += [f"## {title}", "", *markdown_table(header, rows), ""]
     return "\n".join(lines)
 
 
@@ -166,8 +297,8 @@ def results_markdown(results: Mapping) -> str:
 def plot_generations(results: Mapping, path: str | Path) -> Path:
     """Every curve of :data:`CURVES` against the generation, one line per blue
     with its 95% band."""
-    figure = Figure(figsize=(9.0, 6.6))
-    axes = figure.subplots(2, 2).ravel()
+    figure = Figure(figsize=(13.0, 6.6))
+    axes = figure.subplots(2, 3).ravel()
     for ax, (curve, title) in zip(axes, CURVES, strict=True):
         for index, (blue, generations) in enumerate(series(results).items()):
             points = [(g["generation"], _cell(g, curve)) for g in generations]
@@ -187,9 +318,9 @@ def plot_generations(results: Mapping, path: str | Path) -> Path:
         ax.set_xticks(range(len(next(iter(results["lineages"].values())))))
     per_episode = _title(results, "{metric} per episode")
     axes[0].set_ylabel(per_episode)
-    axes[2].set_ylabel(per_episode)
-    axes[3].set_ylabel("share of episodes")
-    axes[0].legend(fontsize=8)
+    axes[3].set_ylabel(per_episode)
+    axes[4].set_ylabel("share of episodes")
+    axes[0].legend(fontsize=7)
     figure.tight_layout()
     return save_png(figure, path, dpi=100)
 
@@ -204,12 +335,18 @@ def report_html(results: Mapping, images: list[tuple[str, Path]], sha: str) -> s
         if rows:
             tables.append(f"<h2>{esc(_title(results, title))}</h2>")
             tables.append(html_table(f"curve{index}", header, rows))
-    header, rows = style_rows(results)
-    if rows:
-        tables += [
-            "<h2>Styles found without labels</h2>",
-            html_table("styles", header, rows),
-        ]
+    for key, title, (header, rows) in (
+        (
+            "improvement",
+            "Improvement against the held-out reds",
+            improvement_rows(results),
+        ),
+        ("criteria", "The last generation's comparisons", criteria_rows(results)),
+        ("models", "Blue's models of red", model_rows(results)),
+        ("timing", "Where the time went", stage_time_rows(results)),
+    ):
+        if rows:
+            tables += [f"<h2>{esc(title)}</h2>", html_table(key, header, rows)]
     players = results["ratings"]["players"]
     ratings = [
         [
@@ -220,7 +357,7 @@ def report_html(results: Mapping, images: list[tuple[str, Path]], sha: str) -> s
         ]
         for name, p in players.items()
     ]
-    body = f"""<h1>Co-training: red adapts, blue re-models it and answers</h1>
+    body = f"""<h1>Co-training: red adapts, blue improves, re-models it and answers</h1>
 <p>Profile <code>{esc(results["profile"])}</code>, git {esc(sha)}. Command:
 <code>{esc(command(results))}</code>. Blue's
 {esc(_title(results, "{metric}"))} per episode, mean [95% interval over episodes];

@@ -431,7 +431,35 @@ def make_trainer(
             for t in specs
         }
 
-    return Trainer(config, init, update, policies, base_env.team_names)
+    def learners(carry: PPOCarry):
+        return {
+            infos[t].name: {
+                "actor": carry.learners[str(t)].actor_params,
+                "critic": carry.learners[str(t)].critic_params,
+            }
+            for t in specs
+        }
+
+    def warm_start(carry: PPOCarry, weights: dict[str, Any]) -> PPOCarry:
+        learners = dict(carry.learners)
+        for t in specs:
+            if infos[t].name in weights:
+                actor = weights[infos[t].name]["actor"]
+                critic = weights[infos[t].name]["critic"]
+                learners[str(t)] = PPOLearner(
+                    actor, critic, optimiser.init(actor), optimiser.init(critic)
+                )
+        return carry._replace(learners=learners)
+
+    return Trainer(
+        config,
+        init,
+        update,
+        policies,
+        base_env.team_names,
+        learners=learners,
+        warm_start=warm_start,
+    )
 
 
 def make_train(
