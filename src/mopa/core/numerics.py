@@ -21,12 +21,15 @@ by the processor they run on, and portable mode fixes each:
    layout ``[M, K] x [K, N]`` that sums 256 terms; canonical products of at most
    128 terms match. Portable mode therefore lowers every floating-point dot as
    canonical products (:func:`install_portable_dots`): its operands transposed to
-   ``[batch, M, K]`` and ``[batch, K, N]`` behind an optimisation barrier, which
-   keeps XLA's simplifier from folding the transposes back into the dot, and the
-   contraction split into slices of at most :data:`MAX_CONTRACTION` terms summed
-   in order. XNNPACK is off (``--xla_cpu_use_xnnpack=false``) and Eigen on one
-   thread (``--xla_cpu_multi_thread_eigen=false``: its thread pool splits work by
-   the number of cores).
+   ``[batch, M, K]`` and ``[batch, K, N]``, the contraction split into slices of
+   at most :data:`MAX_CONTRACTION` terms summed in order, with optimisation
+   barriers around the whole, which keep XLA's simplifier from folding the
+   transposes back into the dot and its fusion from merging the dot with the
+   operations around it: a network's weight gradient computed in one program
+   differed between the processors while each of its products alone matched.
+   XNNPACK is off (``--xla_cpu_use_xnnpack=false``) and Eigen on one thread
+   (``--xla_cpu_multi_thread_eigen=false``: its thread pool splits work by the
+   number of cores).
 3. **NumPy** dispatches its loops (``log``, ``exp``, reductions) by instruction set
    when it is imported: its AVX-512 targets are turned off
    (``NPY_DISABLE_CPU_FEATURES``), so every processor runs the AVX2 loops.
@@ -74,7 +77,7 @@ MAX_CONTRACTION = 128
 give the same digits on processors with and without AVX-512 up to here, and not
 for some shapes at 256 (BENCHMARKS.md, *Portable numerics*)."""
 
-PORTABLE_DOTS = "canonical-128"
+PORTABLE_DOTS = "canonical-128-fenced"
 """How portable mode computes a dot (:func:`install_portable_dots`), recorded in
 ``meta.json``: a record of another method computed other digits."""
 
@@ -145,22 +148,14 @@ def use_portable_numerics() -> str:
     return numerics_mode()
 
 
-def _canonical(dimension_numbers, lhs_ndim: int, rhs_ndim: int) -> bool:
-    """Whether a dot is already ``[M, K] x [K, N]`` or ``[B, M, K] x [B, K, N]``."""
-    two = (((1,), (0,)), ((), ()))
-    three = (((2,), (1,)), ((0,), (0,)))
-    dims = tuple(tuple(tuple(axes) for axes in pair) for pair in dimension_numbers)
-    return (dims == two and lhs_ndim == rhs_ndim == 2) or (
-        dims == three and lhs_ndim == rhs_ndim == 3
-    )
-
-
 def _portable_dot(lhs, rhs, *, dimension_numbers, **params):
     """``lax.dot_general(lhs, rhs, dimension_numbers)`` as canonical products: the
-    operands transposed and reshaped to ``[batch, M, K]`` and ``[batch, K, N]``
-    behind an optimisation barrier (so that XLA cannot fold the transposes back
-    into the dot), then the ordered sum of the dots over consecutive slices of at
-    most :data:`MAX_CONTRACTION` terms of ``K``."""
+    operands transposed and reshaped to ``[batch, M, K]`` and ``[batch, K, N]``,
+    the ordered sum of the dots over consecutive slices of at most
+    :data:`MAX_CONTRACTION` terms of ``K``, with an optimisation barrier before
+    and after, so that XLA neither folds the transposes back into the dot nor
+    fuses the operands' producers or the result's consumers with it (a fused dot
+    runs other kernels, whose digits differ between processors)."""
     from jax import lax
     from jax.extend.core.primitives import dot_general_p
 
@@ -193,14 +188,14 @@ def _portable_dot(lhs, rhs, *, dimension_numbers, **params):
             **params,
         )
         total = part if total is None else total + part
-    return total.reshape(out_shape)
+    return lax.optimization_barrier(total).reshape(out_shape)
 
 
 def install_portable_dots() -> None:
     """Lower every floating-point ``dot_general`` on the CPU in this process as
-    canonical products of at most :data:`MAX_CONTRACTION` terms (module
-    docstring, item 2); a dot that already is one, and an integer dot (exact on
-    every processor), are lowered as before. Idempotent.
+    canonical products of at most :data:`MAX_CONTRACTION` terms behind
+    optimisation barriers (module docstring, item 2; :func:`_portable_dot`); an
+    integer dot, exact on every processor, is lowered as before. Idempotent.
 
     It replaces JAX's CPU lowering rule for the primitive, read from JAX's private
     registry (``jax._src.interpreters.mlir``): :func:`numerics_mode` checks that it
@@ -214,19 +209,22 @@ def install_portable_dots() -> None:
 
     native = mlir._platform_specific_lowerings["cpu"][dot_general_p].rule
 
+    inside = []  # the products of one portable dot lower as XLA's own
+
     def lower(ctx, lhs, rhs, *, dimension_numbers, **params):
-        left, right = ctx.avals_in
-        done = _canonical(dimension_numbers, left.ndim, right.ndim) and (
-            left.shape[-1] <= MAX_CONTRACTION
-        )
-        if done or not np.issubdtype(left.dtype, np.floating):
+        left = ctx.avals_in[0]
+        if inside or not np.issubdtype(left.dtype, np.floating):
             return native(ctx, lhs, rhs, dimension_numbers=dimension_numbers, **params)
         params.pop("platform", None)
 
         def portable(a, b):
             return _portable_dot(a, b, dimension_numbers=dimension_numbers, **params)
 
-        return mlir.lower_fun(portable, multiple_results=False)(ctx, lhs, rhs)
+        inside.append(True)
+        try:
+            return mlir.lower_fun(portable, multiple_results=False)(ctx, lhs, rhs)
+        finally:
+            inside.pop()
 
     mlir.register_lowering(dot_general_p, lower, platform="cpu")
     _portable_dots = True
