@@ -118,3 +118,80 @@ def test_fig3_config_names_the_bad_field():
         Fig3Config(methods=("sos_tabular",))
     with pytest.raises(InvalidParameterError, match="contrib_factors"):
         Fig3Config(contrib_factors=(1.5,))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DrawnConfig:
+    seed: int = 5
+    num_seeds: int = 2
+
+
+def drawn(config, seeds, progress, stages):
+    """A pipeline whose figure depends on its base seed, through a stage."""
+    out = stages.run("measure", {"seed": config.seed}, lambda folder: config.seed * 2)
+    return {
+        "captures": {"mean": float(out), "ci95": [out - 1.0, out + 1.0], "n": 10},
+        "seed": config.seed,
+    }
+
+
+def drawn_criteria(results):
+    return [("captures >= 11", results["captures"]["mean"] >= 11), ("untested", None)]
+
+
+register_experiment(
+    "test-drawn",
+    drawn,
+    {"small": DrawnConfig()},
+    "small",
+    markdown_fn=lambda results: f"# Captures\n\n{results['captures']['mean']:.1f}\n",
+    criteria_fn=drawn_criteria,
+)
+
+
+def test_draws_rerun_the_pipeline_from_successive_seeds_and_pool(tmp_path):
+    results = run_experiment("test-drawn", out=tmp_path, draws=3)
+    assert results["draw_seeds"] == [5, 6, 7]
+    assert [d["captures"]["mean"] for d in results["draws"]] == [10.0, 12.0, 14.0]
+    pooled = results["captures"]
+    assert pooled["mean"] == 12.0 and pooled["by_draw"] == [10.0, 12.0, 14.0]
+    assert pooled["n"] == 30
+    half = 4.302652729911275 * (4.0 / 3) ** 0.5  # t(2) x sqrt(s^2 / 3)
+    assert pooled["ci95"] == pytest.approx([12.0 - half, 12.0 + half])
+    # each draw keeps its stages apart
+    stages = sorted(p.name for p in (tmp_path / "stages").iterdir())
+    assert stages == ["draw_5", "draw_6", "draw_7"]
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["draws"] == 3 and config["config"]["seed"] == 5
+    text = (tmp_path / "results.md").read_text()
+    assert "| criterion | seed 5 | seed 6 | seed 7 | pooled |" in text
+    assert "| captures >= 11 | not met | met | met | met |" in text
+    assert "| untested | - | - | - | - |" in text
+    assert "## Captures" in text  # the experiment's own tables, one level down
+
+
+def test_draws_need_two_and_a_base_seed(tmp_path, capsys):
+    with pytest.raises(InvalidParameterError, match="draws must be an integer >= 2"):
+        run_experiment("test-drawn", draws=1)
+    with pytest.raises(InvalidParameterError, match="no base seed"):
+        run_experiment("test-count", draws=2)
+    out = tmp_path / "out"
+    assert main(["experiment", "test-count", "--draws", "2", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "no base seed" in err and err.count("\n") == 1
+    assert main(["experiment", "test-drawn", "--draws", "0", "--out", str(out)]) == 2
+    assert not out.exists()  # nothing was written
+
+
+def test_a_folder_of_draws_verifies_by_rerunning_every_draw(tmp_path, capsys):
+    folder = tmp_path / "drawn"
+    assert main(["experiment", "test-drawn", "--draws", "2", "--out", str(folder)]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(folder), "--scratch", str(tmp_path / "rerun")]) == 0
+    out = capsys.readouterr().out
+    assert "mopa experiment test-drawn --profile small --draws 2" in out
+    assert out.rstrip().endswith("verified")
+    assert sorted(p.name for p in (tmp_path / "rerun" / "stages").iterdir()) == [
+        "draw_5",
+        "draw_6",
+    ]

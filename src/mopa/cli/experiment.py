@@ -28,6 +28,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--seeds", type=int, help="number of seeds (overrides preset)")
     parser.add_argument(
+        "--draws",
+        type=int,
+        help="run the whole pipeline this many times (2 or more), from base seeds "
+        "seed, seed+1, ..., and pool the draws (results.json: the pooled figures, "
+        "with intervals that count the variation between draws, and each draw's)",
+    )
+    parser.add_argument(
         "--out", type=Path, help="output folder (default: runs/NAME/PRESET)"
     )
     parser.add_argument(
@@ -39,7 +46,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mopa.core.files import check_output_folder
-    from mopa.experiments import get_experiment, registered_experiments, run_experiment
+    from mopa.experiments import (
+        get_experiment,
+        get_preset,
+        registered_experiments,
+        run_experiment,
+    )
+    from mopa.experiments.registry import check_draws
 
     if args.list:
         for name in registered_experiments():
@@ -56,6 +69,14 @@ def run(args: argparse.Namespace) -> int:
     preset = args.profile or experiment.default_preset
     if args.seeds is not None and args.seeds < 1:
         raise InvalidParameterError(f"--seeds must be >= 1, got {args.seeds}")
-    out = check_output_folder(args.out or Path("runs") / args.name / preset, "--out")
-    run_experiment(args.name, preset, out, seeds=args.seeds, progress=print)
+    check_draws(experiment, get_preset(args.name, preset), args.draws)
+    default = (
+        Path("runs")
+        / args.name
+        / (preset if args.draws is None else f"{preset}_draws{args.draws}")
+    )
+    out = check_output_folder(args.out or default, "--out")
+    run_experiment(
+        args.name, preset, out, seeds=args.seeds, progress=print, draws=args.draws
+    )
     return 0

@@ -1,5 +1,6 @@
 """Evaluation: play players against each other and measure them."""
 
+from mopa.eval.draws import pool_draws
 from mopa.eval.evaluate import (
     EpisodeTotals,
     episode_horizon,
@@ -25,5 +26,6 @@ __all__ = [
     "play_episode",
     "play_episodes",
     "play_tournament",
+    "pool_draws",
     "record_episode",
 ]

@@ -667,4 +667,5 @@ register_experiment(
     plot_fn=intent_report.write_report,
     description="Exp 6: infer the prey's hidden corner and plan against the belief",
     markdown_fn=intent_report.results_markdown,
+    criteria_fn=intent_report.criteria,
 )

@@ -672,6 +672,12 @@ def _markdown(results: dict) -> str:
     return results_markdown(results)
 
 
+def _criteria(results: dict) -> list:
+    from mopa.report.intent_population_report import criteria
+
+    return criteria(results)
+
+
 def _plots(results: dict, out: Path) -> list[Path]:
     from mopa.report.intent_population_report import write_report
 
@@ -687,4 +693,5 @@ register_experiment(
     description="Issue 22: plan against held-out prey with a population model, "
     "and adapt across a match",
     markdown_fn=_markdown,
+    criteria_fn=_criteria,
 )

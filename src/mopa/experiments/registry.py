@@ -12,12 +12,23 @@ the plots::
 
     register_experiment("my-exp", run_fn, {"paper": Cfg(), "cpu": Cfg(n=3)}, "cpu")
     results = run_experiment("my-exp", preset="cpu", out="runs/my-exp", seeds=5)
+
+**Draws.** One training draw can overturn a verdict, so an experiment whose config
+has a base ``seed`` can be run as ``draws`` independent draws of the whole
+pipeline, training included (``mopa experiment NAME --draws 3``): draw ``r`` runs
+the config with ``seed + r``, in its own stage folder. ``results.json`` is then
+the draws pooled (:func:`~mopa.eval.draws.pool_draws`: the same shape as one
+draw's, each figure the draws' mean with an interval that counts the variation
+between draws) plus ``draws``, the list of each draw's results, and
+``draw_seeds``. An experiment registered with ``criteria_fn`` gets its criteria
+judged on each draw and pooled, as a table in ``results.md``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -27,6 +38,7 @@ from mopa.core.files import atomic_write, write_json
 from mopa.core.runinfo import run_metadata
 from mopa.core.stages import Stages
 from mopa.errors import InvalidParameterError, UnknownNameError
+from mopa.report.page import demote_headings
 
 RunFn = Callable[..., dict]
 """``run_fn(config, seeds: int | None, progress: Callable[[str], None], stages:
@@ -38,6 +50,10 @@ PlotFn = Callable[[dict, Path], list[Path]]
 MarkdownFn = Callable[[dict], str]
 """``markdown_fn(results) -> text`` of ``results.md``: mopa's figures beside the
 research's."""
+
+CriteriaFn = Callable[[dict], list[tuple[str, "bool | None"]]]
+"""``criteria_fn(results) -> [(criterion, met)]``: the experiment's criteria on
+one results tree (``None``: not measured)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +67,7 @@ class Experiment:
     plot_fn: PlotFn | None = None
     description: str = ""
     markdown_fn: MarkdownFn | None = None
+    criteria_fn: CriteriaFn | None = None
 
 
 _EXPERIMENTS: dict[str, Experiment] = {}
@@ -64,6 +81,7 @@ def register_experiment(
     plot_fn: PlotFn | None = None,
     description: str = "",
     markdown_fn: MarkdownFn | None = None,
+    criteria_fn: CriteriaFn | None = None,
 ) -> Experiment:
     """Register an experiment under ``name``.
 
@@ -80,6 +98,8 @@ def register_experiment(
         description: one line shown by ``--list``.
         markdown_fn: optional ``markdown_fn(results) -> text`` written as
             ``results.md`` (mopa's figures beside the research's).
+        criteria_fn: optional ``criteria_fn(results) -> [(criterion, met)]``,
+            judged on each draw and pooled when the experiment runs as draws.
 
     Raises:
         ValueError: the name is taken, or the default preset is not a preset.
@@ -94,7 +114,14 @@ def register_experiment(
         if not dataclasses.is_dataclass(config):
             raise ValueError(f"preset {preset!r} of {name!r} is not a dataclass")
     experiment = Experiment(
-        name, run_fn, dict(presets), default_preset, plot_fn, description, markdown_fn
+        name,
+        run_fn,
+        dict(presets),
+        default_preset,
+        plot_fn,
+        description,
+        markdown_fn,
+        criteria_fn,
     )
     _EXPERIMENTS[name] = experiment
     return experiment
@@ -140,9 +167,12 @@ def get_preset(name: str, preset: str | None = None) -> Any:
 
 def profile_name(config: Any, profiles: Mapping[str, Any]) -> str:
     """The name of the profile in ``profiles`` that ``config`` is (its seed count
-    aside), or ``custom``."""
+    and base seed aside: a draw of a profile is that profile), or ``custom``."""
     for name, profile in profiles.items():
-        if dataclasses.replace(profile, num_seeds=config.num_seeds) == config:
+        fields = {"num_seeds": config.num_seeds}
+        if hasattr(config, "seed") and hasattr(profile, "seed"):
+            fields["seed"] = config.seed
+        if dataclasses.replace(profile, **fields) == config:
             return name
     return "custom"
 
@@ -172,6 +202,7 @@ def run_experiment(
     seeds: int | None = None,
     progress: Callable[[str], None] | None = None,
     backend: Any = None,
+    draws: int | None = None,
 ) -> dict:
     """Run experiment ``name`` with ``preset`` and write its files into ``out``.
 
@@ -186,19 +217,24 @@ def run_experiment(
         backend: where an experiment that splits into independent jobs runs them
             (:mod:`mopa.league.backend`; ``None``: this process). Its results do
             not depend on it, so it is not part of the recorded config.
+        draws: run the whole pipeline this many times, from base seeds ``seed``,
+            ``seed + 1``, ..., and pool them (see the module docstring; ``None``:
+            one run, as the preset says).
 
     Returns:
         The results dict (also written to ``out/results.json``).
 
     Raises:
         UnknownNameError: unknown experiment or preset.
-        InvalidParameterError: ``seeds`` is not positive.
+        InvalidParameterError: ``seeds`` is not positive; ``draws`` is below 2,
+            or the experiment's config has no base ``seed``.
     """
     experiment = get_experiment(name)
     preset = experiment.default_preset if preset is None else preset
     config = get_preset(name, preset)
     if seeds is not None and seeds < 1:
         raise InvalidParameterError(f"seeds must be >= 1, got {seeds}")
+    check_draws(experiment, config, draws)
     progress = progress or (lambda line: None)
     described = {
         "experiment": name,
@@ -206,22 +242,117 @@ def run_experiment(
         "seeds": seeds,
         "config": config_dict(config),
     }
+    if draws is not None:
+        described["draws"] = draws
     meta = run_metadata(described)  # the source as it was when the run started
     start = time.perf_counter()
-    stages = Stages(None if out is None else Path(out) / "stages", progress)
+    stage_root = None if out is None else Path(out) / "stages"
     options = {} if backend is None else {"backend": backend}
-    results = experiment.run_fn(config, seeds, progress, stages, **options)
+    if draws is None:
+        stages = Stages(stage_root, progress)
+        results = experiment.run_fn(config, seeds, progress, stages, **options)
+    else:
+        results = _run_draws(
+            experiment, config, seeds, draws, stage_root, progress, options
+        )
     elapsed = time.perf_counter() - start
     if out is not None:
         out = Path(out)
         write_json(out / "results.json", results)
         write_json(out / "config.json", described)
         write_json(out / "meta.json", {**meta, "wall_s": elapsed})
-        if experiment.markdown_fn is not None:
-            text = experiment.markdown_fn(results)
+        text = results_markdown(experiment, results)
+        if text is not None:
             atomic_write(out / "results.md", lambda file: file.write(text.encode()))
         if experiment.plot_fn is not None:
             for path in experiment.plot_fn(results, out):
                 progress(f"wrote {path}")
         progress(f"wrote {out / 'results.json'}")
     return results
+
+
+def check_draws(experiment: Experiment, config: Any, draws: int | None) -> None:
+    """Check a ``draws`` request against an experiment's config.
+
+    Raises:
+        InvalidParameterError: ``draws`` is below 2 (or not an integer), or the
+            config has no integer base ``seed`` to draw from.
+    """
+    if draws is None:
+        return
+    if isinstance(draws, bool) or not isinstance(draws, int) or draws < 2:
+        raise InvalidParameterError(f"draws must be an integer >= 2, got {draws!r}")
+    seed = getattr(config, "seed", None)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InvalidParameterError(
+            f"experiment {experiment.name!r} has no base seed in its config, so it "
+            "cannot be run as draws"
+        )
+
+
+def _run_draws(
+    experiment: Experiment,
+    config: Any,
+    seeds: int | None,
+    draws: int,
+    stage_root: Path | None,
+    progress: Callable[[str], None],
+    options: dict,
+) -> dict:
+    """Every draw of the whole pipeline, each in its own stage folder, pooled."""
+    from mopa.eval.draws import pool_draws
+
+    draw_seeds = [config.seed + r for r in range(draws)]
+    trees = []
+    for seed in draw_seeds:
+        progress(f"[draws] base seed {seed} ({len(trees) + 1} of {draws})")
+        stages = Stages(
+            None if stage_root is None else stage_root / f"draw_{seed}", progress
+        )
+        drawn = dataclasses.replace(config, seed=seed)
+        results = experiment.run_fn(drawn, seeds, progress, stages, **options)
+        trees.append(json.loads(json.dumps(results)))  # as results.json stores it
+    return {**pool_draws(trees), "draw_seeds": draw_seeds, "draws": trees}
+
+
+def draw_criteria(experiment: Experiment, results: Mapping) -> list[list[str]] | None:
+    """Rows ``[criterion, draw 1, ..., pooled]`` of the experiment's criteria on
+    each draw and on the pooled results (``met``, ``not met``, ``-``), or ``None``
+    where the results are not draws or the experiment has no criteria."""
+    if experiment.criteria_fn is None or "draws" not in results:
+        return None
+    marks = {True: "met", False: "not met", None: "-"}
+    columns = [experiment.criteria_fn(tree) for tree in results["draws"]]
+    pooled = experiment.criteria_fn(dict(results))
+    return [
+        [statement, *(marks[c[i][1]] for c in columns), marks[met]]
+        for i, (statement, met) in enumerate(pooled)
+    ]
+
+
+def results_markdown(experiment: Experiment, results: Mapping) -> str | None:
+    """``results.md``: for draws, the criteria by draw and pooled, then the
+    experiment's own tables of the pooled results; else its own tables (``None``
+    where it writes none)."""
+    own = None if experiment.markdown_fn is None else experiment.markdown_fn(results)
+    rows = draw_criteria(experiment, results)
+    if rows is None:
+        return own
+    seeds = results["draw_seeds"]
+    lines = [
+        f"# {experiment.name}: {len(seeds)} draws, pooled",
+        "",
+        f"Each draw runs the whole pipeline, training included, from base seed "
+        f"{', '.join(map(str, seeds))}. Pooled figures are the draws' mean, with a "
+        "95% interval that counts the variation between draws as well as within "
+        "each (Student's t over the draws; `mopa.eval.intervals.draws_interval`). "
+        "The experiment's own tables below show the pooled figures: each of their "
+        "intervals is this pooled one, whatever their headers say.",
+        "",
+        "| criterion | " + " | ".join(f"seed {s}" for s in seeds) + " | pooled |",
+        "|---|" + "---|" * (len(seeds) + 1),
+        *("| " + " | ".join(row) + " |" for row in rows),
+    ]
+    if own is not None:
+        lines += ["", demote_headings(own, 1)]
+    return "\n".join(lines) + "\n"

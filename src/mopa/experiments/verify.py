@@ -56,11 +56,16 @@ class RecordedRun:
     numerics: str = "native"
     """The numerics mode it computed in (:mod:`mopa.core.numerics`; ``native`` in
     folders written before the mode was kept, as they all computed)."""
+    draws: int | None = None
+    """How many draws of the pipeline it pooled (``None``: one run)."""
 
     @property
     def command(self) -> str:
         seeds = "" if self.seeds is None else f" --seeds {self.seeds}"
-        return f"mopa experiment {self.experiment} --profile {self.preset}{seeds}"
+        draws = "" if self.draws is None else f" --draws {self.draws}"
+        return (
+            f"mopa experiment {self.experiment} --profile {self.preset}{seeds}{draws}"
+        )
 
 
 def recorded_run(folder: str | Path) -> RecordedRun:
@@ -92,12 +97,19 @@ def recorded_run(folder: str | Path) -> RecordedRun:
     seeds = described.get("seeds")
     if seeds is not None and (isinstance(seeds, bool) or not isinstance(seeds, int)):
         raise InvalidParameterError(f"{folder / 'config.json'}: bad seeds {seeds!r}")
+    draws = described.get("draws")
+    if draws is not None and (
+        isinstance(draws, bool) or not isinstance(draws, int) or draws < 2
+    ):
+        raise InvalidParameterError(f"{folder / 'config.json'}: bad draws {draws!r}")
     name = described["experiment"]
     try:
         preset = recorded_preset(name, described["preset"], described.get("config"))
     except InvalidParameterError as error:
         raise InvalidParameterError(f"{folder} was written with {error}") from None
-    return RecordedRun(name, preset, seeds, *recorded_machine(meta))
+    return dataclasses.replace(
+        RecordedRun(name, preset, seeds, *recorded_machine(meta)), draws=draws
+    )
 
 
 def recorded_preset(name: str, preset: str, recorded: Any) -> str:
@@ -202,7 +214,9 @@ def verify_folder(
             "the committed folder"
         )
     start = time.perf_counter()
-    rerun = run_experiment(run.experiment, run.preset, scratch, run.seeds, progress)
+    rerun = run_experiment(
+        run.experiment, run.preset, scratch, run.seeds, progress, draws=run.draws
+    )
     wall_s = time.perf_counter() - start
     rerun = json.loads(json.dumps(rerun))  # as results.json stores it
     return VerifyReport(

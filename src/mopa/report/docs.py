@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mopa.errors import InvalidParameterError
+from mopa.report.page import demote_headings
 
 RESULTS_PAGES = Path("docs/results")
 """Where the results pages are written, relative to the repository's root."""
@@ -548,7 +549,8 @@ def command_text(config: Any) -> str:
     # Where the config is no longer a preset's, the recorded name is shown.
     with contextlib.suppress(InvalidParameterError):
         preset = recorded_preset(name, preset, config.get("config"))
-    return RecordedRun(name, preset, seeds, None, None, None).command
+    draws = config.get("draws")
+    return RecordedRun(name, preset, seeds, None, None, None, draws=draws).command
 
 
 def _verdict(claim: Claim, reading: Reading, results: Any) -> str:
@@ -572,12 +574,21 @@ def claim_row(claim: Claim, record: Record, columns: Sequence[str]) -> str:
     ``seed``, ``mopa``, ``criterion``, ``verdict``, ``folder``, ``commit``,
     ``processor``, ``verify``."""
     reading = claim.figure.read(record.results)
+    figure, verdict = reading.text, _verdict(claim, reading, record.results)
+    draws = record.results.get("draws") if isinstance(record.results, dict) else None
+    if isinstance(draws, list):  # pooled draws: each draw's figure and verdict too
+        readings = [claim.figure.read(tree) for tree in draws]
+        figure += "; by draw " + ", ".join(r.text.split(" [")[0] for r in readings)
+        verdict = f"{verdict} pooled; by draw " + ", ".join(
+            _verdict(claim, r, tree).strip("*")
+            for r, tree in zip(readings, draws, strict=True)
+        )
     cells = {
         "claim": claim.text,
         "seed": _seed_text(claim, record.results),
-        "mopa": reading.text,
+        "mopa": figure,
         "criterion": _criterion_text(claim.criterion, record.results),
-        "verdict": _verdict(claim, reading, record.results),
+        "verdict": verdict,
         "folder": f"`{record.name}`",
         "commit": f"`{commit_text(record.meta)}`",
         "processor": processor_text(_cpu(record.meta)),
@@ -631,18 +642,6 @@ def fill_placeholders(
         return _number(lookup(records[source].results, path), fmt or ".2f")
 
     return _PLACEHOLDER.sub(fill, text)
-
-
-def demote_headings(markdown: str, levels: int) -> str:
-    """``markdown`` with every heading ``levels`` deeper (outside code blocks)."""
-    lines, fenced = [], False
-    for line in markdown.splitlines():
-        if line.startswith("```"):
-            fenced = not fenced
-        if not fenced and re.match(r"#+ ", line):
-            line = "#" * levels + line
-        lines.append(line)
-    return "\n".join(lines)
 
 
 CLAIM_COLUMNS = ("claim", "seed", "mopa", "criterion", "verdict")

@@ -119,6 +119,14 @@ def other_checks(results: Mapping[str, Any]) -> list[tuple[str, bool | None]]:
     ]
 
 
+def criteria(results: Mapping[str, Any]) -> list[tuple[str, bool | None]]:
+    """Every criterion of the experiment on a results tree: the orderings against
+    the held-out prey, then the belief, adaptation and out-of-family ones."""
+    held_out = capture_checks(results["conditions_held_out"])
+    ordering = [(f"{s} (held-out)", held) for s, held in held_out]
+    return [*ordering, *other_checks(results)]
+
+
 def table_rows(results: Mapping) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the captures table (every row, every pool)."""
     names = list(results["conditions_held_out"])

@@ -139,6 +139,17 @@ def ordering_checks(table: Mapping[str, Any]) -> list[tuple[str, bool | None]]:
     ]
 
 
+def criteria(results: Mapping[str, Any]) -> list[tuple[str, bool | None]]:
+    """Exp 6's orderings on a results tree, under both protocols (the paired
+    own-seed one and the common opponent pool): ``(statement, holds)``."""
+    paired = ordering_checks(results["conditions"])
+    common = ordering_checks(results["conditions_common_opponent"])
+    return [
+        *((f"{s} (paired)", held) for s, held in paired),
+        *((f"{s} (common opponent)", held) for s, held in common),
+    ]
+
+
 def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
     """The lines of a markdown table: the header, its rule, then the rows."""
     return [

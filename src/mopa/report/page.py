@@ -1,10 +1,12 @@
 """The pieces of a self-contained HTML report page: a page with mopa's report
-style, tables, and figures embedded as data URIs (no file beside the page)."""
+style, tables, and figures embedded as data URIs (no file beside the page); and
+:func:`demote_headings`, to nest one markdown text in another."""
 
 from __future__ import annotations
 
 import base64
 import html
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -58,3 +60,15 @@ img {{ max-width: 900px; }}
 </style></head><body>
 {body}</body></html>
 """
+
+
+def demote_headings(markdown: str, levels: int) -> str:
+    """``markdown`` with every heading ``levels`` deeper (outside code blocks)."""
+    lines, fenced = [], False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        if not fenced and re.match(r"#+ ", line):
+            line = "#" * levels + line
+        lines.append(line)
+    return "\n".join(lines)
