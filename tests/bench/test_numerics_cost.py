@@ -24,6 +24,7 @@ def test_each_mode_is_timed_in_its_own_process_and_compared(tmp_path, capsys):
     assert row["ratio"] == pytest.approx(row["portable"] / row["native"])
     meta = json.loads((tmp_path / "numerics.meta.json").read_text())
     assert meta["config"]["benches"] == [bench] and meta["config"]["repeats"] == 1
+    assert meta["config"]["command"] == "bench numerics"
     out = capsys.readouterr().out
     # portable first on even repetitions
     assert out.index("repetition 0, portable") < out.index("repetition 0, native")

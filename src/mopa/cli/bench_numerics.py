@@ -32,6 +32,7 @@ def add_parser(kinds: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", type=Path, help="also write the rows to this path")
     parser.add_argument(
         "--bench",
+        dest="benches",  # `bench` names the sub-command (`numerics`) in records
         action="append",
         metavar="'KIND ARGS'",
         help="a `mopa bench` command line to time in both modes (repeatable; "
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     """``mopa bench numerics``: print each row's speed in both modes and their
     ratio; optionally write the rows as JSON with the run's metadata."""
     check_count("--repeats", args.repeats)
-    benches = [shlex.split(b) for b in (args.bench or BENCHES)]
+    benches = [shlex.split(b) for b in (args.benches or BENCHES)]
     for argv in benches:
         if not argv or argv[0] not in ("train", "planner"):
             given = " ".join(argv)
