@@ -208,6 +208,10 @@ def test_processor_and_commit_are_named_as_meta_json_records_them():
     )
     assert docs.commit_text({"git_sha": "0123456789abc-dirty"}) == "0123456-dirty"
     assert docs.commit_text({}) == "not recorded"
+    portable = {"machine": {"cpu": xeon}, "numerics": {"mode": "portable"}}
+    assert docs.written_on(portable) == "Intel Xeon Processor, AVX-512, AMX; portable"
+    # folders written before the mode was kept computed natively
+    assert docs.written_on({"machine": {"cpu": xeon}}).endswith("; native")
 
 
 def test_every_verification_is_a_row_of_the_folders_table(copy):

@@ -591,7 +591,7 @@ def claim_row(claim: Claim, record: Record, columns: Sequence[str]) -> str:
         "verdict": verdict,
         "folder": f"`{record.name}`",
         "commit": f"`{commit_text(record.meta)}`",
-        "processor": processor_text(_cpu(record.meta)),
+        "processor": written_on(record.meta),
         "verify": verify_text(record.verify),
     }
     return "| " + " | ".join(_cell(cells[c]) for c in columns) + " |"
@@ -611,6 +611,21 @@ def _criterion_text(criterion: Criterion | None, results: Any) -> str:
 def _cpu(meta: Any) -> Any:
     machine = meta.get("machine") if isinstance(meta, dict) else None
     return machine.get("cpu") if isinstance(machine, dict) else None
+
+
+def numerics_text(meta: Any) -> str:
+    """The numerics mode a meta.json records (:mod:`mopa.core.numerics`):
+    ``portable`` or ``native`` (folders written before the mode was kept computed
+    natively)."""
+    numerics = meta.get("numerics") if isinstance(meta, dict) else None
+    mode = numerics.get("mode") if isinstance(numerics, dict) else None
+    return mode if isinstance(mode, str) else "native"
+
+
+def written_on(meta: Any) -> str:
+    """Where a folder was computed, as the tables show it: the processor and the
+    numerics mode (``AMD EPYC, AVX-512; portable``)."""
+    return f"{processor_text(_cpu(meta))}; {numerics_text(meta)}"
 
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([\w-]+):([\w.\-]+)(?::([^}\s]+))?\s*\}\}")
@@ -660,7 +675,7 @@ def _header(columns: Sequence[str]) -> list[str]:
         "verdict": "met",
         "folder": "folder",
         "commit": "written at",
-        "processor": "processor",
+        "processor": "processor; numerics",
         "verify": "`mopa verify`",
     }
     return [
@@ -742,7 +757,7 @@ def _provenance(record: Record) -> list[str]:
         "```",
         "",
         f"- Folder: `results/{record.name}`, written at `{commit_text(meta)}` on "
-        f"{processor_text(_cpu(meta))}"
+        f"{processor_text(_cpu(meta))}, in {numerics_text(meta)} numerics"
         + ("" if wall is None else f" ({wall:,.0f} s wall)")
         + ".",
         f"- `mopa verify results/{record.name}`: {verify_text(record.verify)}.",
