@@ -44,6 +44,10 @@ PAGES = (
         "Opponent models that generalise: a prey family, held-out prey, matches",
         (
             Folder("intent_population", "On the research's networks (the default)"),
+            Folder(
+                "intent_population_draws",
+                "Three draws of the default, training included, pooled",
+            ),
             Folder("intent_population_mopa", "On mopa's lighter networks"),
             Folder(
                 "intent_population_online",
@@ -474,6 +478,7 @@ CLAIMS: tuple[Claim, ...] = (
     *_intent_claims("intent", default=True),
     *_intent_claims("intent_mopa", default=False),
     *_population_claims("intent_population", default=True),
+    *_population_claims("intent_population_draws", default=True),
     *_population_claims("intent_population_mopa", default=False),
     *_population_claims("intent_population_online", default=False),
     *_population_claims("intent_population_threats", default=False),
