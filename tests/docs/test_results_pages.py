@@ -258,3 +258,21 @@ def test_every_verification_is_a_row_of_the_folders_table(copy):
         committed.unlink()
         if kept is not None:
             committed.write_bytes(kept)
+
+
+def test_a_draws_folder_row_shows_each_draws_figure_and_verdict():
+    def tree(value):
+        return {"x": {"mean": value, "ci95": [value - 0.5, value + 0.5]}}
+
+    pooled = {**tree(2.0), "draws": [tree(1.0), tree(3.0)], "draw_seeds": [0, 1]}
+    meta = {"git_sha": "0123456789", "numerics": {"mode": "portable"}}
+    record = docs.Record("d", pooled, {}, meta, None, ())
+    judged = docs.Claim("d.x", "d", "x at least 1.5", "-", docs.mean("x"),
+                        docs.AtLeast(1.5))  # fmt: skip
+    row = docs.claim_row(judged, record, ("mopa", "verdict", "processor"))
+    assert row == (
+        "| 2.00 [1.50, 2.50]; by draw 1.00, 3.00 | **met** pooled; by draw not met, "
+        "met | not recorded; portable |"
+    )
+    reported = docs.Claim("d.y", "d", "x", "-", docs.mean("x"))
+    assert docs.claim_row(reported, record, ("verdict",)) == "| reported |"

@@ -37,6 +37,10 @@ PAGES = (
         (
             Folder("intent", "On the research's networks (the default)"),
             Folder("intent_mopa", "On mopa's lighter networks"),
+            Folder(
+                "intent_mopa_draws",
+                "Three draws on mopa's lighter networks, training included, pooled",
+            ),
         ),
     ),
     Page(
@@ -477,6 +481,7 @@ def _planner(figure: str) -> Value:
 CLAIMS: tuple[Claim, ...] = (
     *_intent_claims("intent", default=True),
     *_intent_claims("intent_mopa", default=False),
+    *_intent_claims("intent_mopa_draws", default=True),
     *_population_claims("intent_population", default=True),
     *_population_claims("intent_population_draws", default=True),
     *_population_claims("intent_population_mopa", default=False),

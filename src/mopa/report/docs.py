@@ -579,10 +579,11 @@ def claim_row(claim: Claim, record: Record, columns: Sequence[str]) -> str:
     if isinstance(draws, list):  # pooled draws: each draw's figure and verdict too
         readings = [claim.figure.read(tree) for tree in draws]
         figure += "; by draw " + ", ".join(r.text.split(" [")[0] for r in readings)
-        verdict = f"{verdict} pooled; by draw " + ", ".join(
-            _verdict(claim, r, tree).strip("*")
-            for r, tree in zip(readings, draws, strict=True)
-        )
+        if claim.criterion is not None:
+            verdict = f"{verdict} pooled; by draw " + ", ".join(
+                _verdict(claim, r, tree).strip("*")
+                for r, tree in zip(readings, draws, strict=True)
+            )
     cells = {
         "claim": claim.text,
         "seed": _seed_text(claim, record.results),
