@@ -689,12 +689,10 @@ def _experiment_markdown(record: Record) -> str | None:
     """The folder's tables as its experiment writes ``results.md``, from the
     committed ``results.json``."""
     import mopa.experiments  # noqa: F401  (registers every experiment)
-    from mopa.experiments.registry import get_experiment
+    from mopa.experiments.registry import get_experiment, results_markdown
 
     experiment = get_experiment(record.config["experiment"])
-    if experiment.markdown_fn is None:
-        return None
-    return experiment.markdown_fn(record.results)
+    return results_markdown(experiment, record.results)
 
 
 def render_page(
