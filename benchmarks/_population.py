@@ -20,6 +20,7 @@ from mopa.eval.protocol import play_rows
 from mopa.experiments import intent_population as ip
 from mopa.experiments import intent_population_rows as pr
 from mopa.experiments.intent_conditions import intent_game, read_teams
+from mopa.opponent.population import load_clones
 
 
 def add_set_option(parser: argparse.ArgumentParser) -> None:
@@ -54,7 +55,7 @@ def trained_stages(config: ip.PopulationExperimentConfig, stages: Path) -> tuple
     """``(teams, clones)``: every condition's trained teams and the clone library
     in a run's ``stages`` folder."""
     teams = {c: read_teams(stages / f"train_{c}") for c in config.conditions}
-    return teams, pr.load_clones(stages / "population")
+    return teams, load_clones(stages / "population" / "clones.msgpack")
 
 
 def play_named_rows(

@@ -35,12 +35,12 @@ from _population import add_set_option, config_from, write_record  # noqa: E402
 
 from mopa.core.runinfo import run_metadata  # noqa: E402
 from mopa.experiments import intent_population as ip  # noqa: E402
-from mopa.experiments import intent_population_rows as pr  # noqa: E402
 from mopa.opponent.calibration import ece_by_step  # noqa: E402
 from mopa.opponent.data import load_dataset  # noqa: E402
 from mopa.opponent.population import (  # noqa: E402
     episode_beliefs,
     intent_belief,
+    load_clones,
     none_fits_probability,
     population_log_probs,
 )
@@ -115,7 +115,7 @@ def main() -> None:
             "set": {f: getattr(config, f) for f, _ in args.set},
         }
     )
-    clones = pr.load_clones(args.stages / "population")
+    clones = load_clones(args.stages / "population" / "clones.msgpack")
     start = time.perf_counter()
     results = {
         "held_out": {

@@ -66,6 +66,7 @@ from mopa.experiments.intent_conditions import (  # noqa: E402
 from mopa.opponent.data import load_dataset  # noqa: E402
 from mopa.opponent.population import (  # noqa: E402
     episode_beliefs,
+    load_clones,
     population_log_probs,
 )
 
@@ -132,7 +133,7 @@ def _libraries(config, stages: Path, leave_one_out: bool, cache: dict) -> dict:
             }
         else:
             if library == ip.PROFILES["default"].population_config():
-                clones = pr.load_clones(stages / "population")
+                clones = load_clones(stages / "population" / "clones.msgpack")
             else:
                 clones = ip.fit_library(config, stages / "data", names)[0]
             cache[library] = dict.fromkeys(names, clones)

@@ -26,6 +26,7 @@ LAYERS = (
     ("mopa.algos", "mopa.opponent", "mopa.eval"),
     ("mopa.planning", "mopa.league", "mopa.worldmodel"),
     ("mopa.report",),
+    ("mopa.runs",),
     ("mopa.envs.pettingzoo",),
     ("mopa.cotrain", "mopa.experiments"),
     ("mopa.report.docs", "mopa.report.claims", "mopa.report.site"),
@@ -38,7 +39,9 @@ A module belongs to the layer of the longest prefix naming it. The PettingZoo
 adapter draws its frames with :mod:`mopa.report.render`, so it sits above the
 report although it lives beside the games; the documentation site's renderer
 reads the experiments' registry (each folder's command and tables), so it sits
-above the experiments although it lives beside the report."""
+above the experiments although it lives beside the report. The runs' registry
+sits below the experiments that register into it, and names the package of mopa's
+own experiments (``EXPERIMENT_PACKAGES``) rather than importing it."""
 
 
 def module_files() -> dict[str, Path]:

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from mopa.experiments import run_experiment
-from mopa.experiments.verify import verify_folder
+from mopa.runs.verify import verify_folder
 
 OUT = Path(sys.argv[1] if len(sys.argv) > 1 else "runs/fig3")
 

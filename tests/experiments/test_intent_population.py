@@ -29,11 +29,10 @@ from mopa.experiments.intent_population import (
 from mopa.experiments.intent_population_rows import (
     ROWS,
     build_rows,
-    load_clones,
     match_player,
 )
 from mopa.opponent.online import residual_weight
-from mopa.opponent.population import none_fits_probability
+from mopa.opponent.population import load_clones, none_fits_probability
 from tests.browser import assert_plots_unclipped, image_widths, report_page
 
 STAGES = (
@@ -251,7 +250,7 @@ def quick_stages(quick_run):
     """The quick run's trained teams and clone library."""
     stages = quick_run / "stages"
     teams = {c: read_teams(stages / f"train_{c}") for c in QUICK.conditions}
-    return teams, load_clones(stages / "population")
+    return teams, load_clones(stages / "population" / "clones.msgpack")
 
 
 @pytest.mark.slow

@@ -12,8 +12,8 @@ import pytest
 from mopa.algos.presets import PRESETS, RESEARCH_COUNTERPARTS, preset, recipe_preset
 from mopa.errors import InvalidParameterError, UnknownNameError
 from mopa.experiments import exp2, exp3, exp4, exp5, intent, intent_population
-from mopa.experiments.registry import config_dict, get_preset
-from mopa.experiments.verify import recorded_run
+from mopa.runs.registry import config_dict, get_preset
+from mopa.runs.verify import recorded_run
 
 BUDGET = ("total_steps", "num_seeds", "num_chunks", "seed")
 

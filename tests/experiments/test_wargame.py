@@ -16,9 +16,9 @@ import pytest
 
 from mopa.errors import InvalidParameterError
 from mopa.experiments import wargame, wargame_transfer
-from mopa.experiments.registry import get_preset, run_experiment
 from mopa.league import CurriculumStage, evaluate_detailed, load_league_policy, train
 from mopa.league.training import Callback
+from mopa.runs.registry import get_preset, run_experiment
 
 NAMES = ("wargame_ladder", "wargame_generalization", "wargame_terrain")
 

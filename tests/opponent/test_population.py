@@ -874,3 +874,19 @@ def test_the_recognition_rule_mirrors_the_flag():
         assert bool(w < 0.5) is family
     with pytest.raises(InvalidParameterError, match="fallback_prior must be in"):
         P.recognition_prior(0.0)
+
+
+def test_a_clone_library_file_round_trips_and_refuses_another_format(tmp_path):
+    from mopa.core.checkpoint import write_msgpack
+    from mopa.errors import CheckpointError
+
+    clones = {"dense": {"kernel": np.arange(24, dtype=np.float32).reshape(2, 3, 4)}}
+    path = P.save_clones(tmp_path / "clones.msgpack", clones)
+    loaded = P.load_clones(path)
+    np.testing.assert_array_equal(loaded["dense"]["kernel"], clones["dense"]["kernel"])
+    assert isinstance(loaded["dense"]["kernel"], jax.Array)
+    write_msgpack(tmp_path / "other.msgpack", {"format": "mopa-policy", "version": 1})
+    with pytest.raises(CheckpointError, match="format"):
+        P.load_clones(tmp_path / "other.msgpack")
+    with pytest.raises(CheckpointError, match="no clones"):
+        P.load_clones(tmp_path / "missing.msgpack")

@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         registered_experiments,
         run_experiment,
     )
-    from mopa.experiments.registry import check_draws
+    from mopa.runs.registry import check_draws
 
     if args.list:
         for name in registered_experiments():

@@ -53,7 +53,7 @@ def benchmark_meta_path(rows_path: Path) -> Path:
 
 def verify_record_path(checked: Path) -> Path:
     """Where ``mopa verify`` keeps the record of verifying ``checked``
-    (:func:`mopa.experiments.verify.verify_record`): ``verify.json`` inside a
+    (:func:`mopa.runs.verify.verify_record`): ``verify.json`` inside a
     result folder, ``NAME.verify.json`` beside a benchmark's ``NAME.json``."""
     if checked.is_dir():
         return checked / "verify.json"

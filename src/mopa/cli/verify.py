@@ -72,8 +72,8 @@ def check(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     from mopa.core.numerics import numerics_mode
     from mopa.core.runinfo import git_state
-    from mopa.experiments.verify import recorded_run
     from mopa.report.compare import recorded_benchmark
+    from mopa.runs.verify import recorded_run
 
     recorded = (recorded_benchmark if args.folder.is_file() else recorded_run)(
         args.folder
@@ -102,7 +102,7 @@ def _rerun_in(mode: str, args: argparse.Namespace) -> int:
 
 def _verify_experiment(args: argparse.Namespace) -> int:
     from mopa.core.devices import use_quick_compile
-    from mopa.experiments.verify import recorded_run, verify_folder
+    from mopa.runs.verify import recorded_run, verify_folder
 
     recorded = recorded_run(args.folder)
     if recorded.preset == "quick":

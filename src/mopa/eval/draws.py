@@ -2,7 +2,7 @@
 
 A draw is one run of an experiment from its base seed, training included; draws
 differ only in that seed (``mopa experiment NAME --draws 3``, see
-:func:`~mopa.experiments.registry.run_experiment`). :func:`pool_draws` lays their
+:func:`~mopa.runs.registry.run_experiment`). :func:`pool_draws` lays their
 ``results.json`` trees side by side and returns one tree of the same shape, so
 that whatever reads one draw's results (tables, criteria, plots) reads the pooled
 ones::

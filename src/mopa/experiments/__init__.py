@@ -1,7 +1,7 @@
-"""mopa's research experiments as named, runnable definitions (``mopa experiment``).
+"""mopa's research experiments as named, runnable declarations (``mopa experiment``).
 
-Importing this package registers every experiment; see
-:mod:`mopa.experiments.registry` for the API.
+Importing this package registers every experiment into :mod:`mopa.runs` (the
+registry, the runner and ``mopa verify``), whose API it re-exports.
 """
 
 from mopa.experiments import cotrain as _cotrain  # noqa: F401 - registers cotrain
@@ -17,20 +17,5 @@ from mopa.experiments import reference as _reference  # noqa: F401
 from mopa.experiments import wargame as _wargame  # noqa: F401 - wargame_ladder
 from mopa.experiments import wargame_intent as _wargame_intent  # noqa: F401
 from mopa.experiments import wargame_transfer as _wargame_transfer  # noqa: F401
-from mopa.experiments.registry import (
-    Experiment,
-    get_experiment,
-    get_preset,
-    register_experiment,
-    registered_experiments,
-    run_experiment,
-)
-
-__all__ = [
-    "Experiment",
-    "get_experiment",
-    "get_preset",
-    "register_experiment",
-    "registered_experiments",
-    "run_experiment",
-]
+from mopa.runs import *  # noqa: F403 - the runs' API, re-exported
+from mopa.runs import __all__ as __all__

@@ -14,10 +14,10 @@ import dataclasses
 
 from mopa.cotrain import CotrainConfig, run_cotrain
 from mopa.envs.scripted_red import STRATEGIES
-from mopa.experiments.registry import profile_name, register_experiment
 from mopa.opponent.bc import BCConfig
 from mopa.planning import DaggerConfig
 from mopa.report.cotrain_report import results_markdown, write_report
+from mopa.runs.registry import profile_name, register_experiment
 
 
 def tiny(config: CotrainConfig, num_actions: int, **fields) -> CotrainConfig:

@@ -46,7 +46,6 @@ from mopa.errors import InvalidParameterError
 from mopa.eval.intervals import bootstrap_mean
 from mopa.eval.protocol import mean_std
 from mopa.experiments import part1
-from mopa.experiments.registry import recipe_field, register_experiment
 from mopa.opponent import data as trajectory_data
 from mopa.opponent.encoders import VAEConfig
 from mopa.opponent.metrics import score_vae_seeds
@@ -56,6 +55,7 @@ from mopa.opponent.representations import (
     window_occupancy,
 )
 from mopa.report import exp2_report
+from mopa.runs.registry import recipe_field, register_experiment
 
 ENV = "tag_static"
 VARIANTS = ("baseline", "cw", "ccw")

@@ -44,9 +44,9 @@ from mopa.core.checks import check_fields
 from mopa.errors import InvalidParameterError
 from mopa.eval.protocol import cell_stats
 from mopa.eval.tournament import broadcast_seeds
-from mopa.experiments.registry import recipe_field, register_experiment
 from mopa.policy import read_policy_file
 from mopa.report import exp3_report
+from mopa.runs.registry import recipe_field, register_experiment
 
 PREDATOR_VARIANTS = ("iql_greedy", "oa_greedy", "oa_plan", "oa_plan_joint")
 PREY_VARIANTS = ("iql_greedy", "oa_greedy", "oa_plan")

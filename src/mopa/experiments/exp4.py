@@ -55,11 +55,11 @@ from mopa.core.stages import file_fingerprint
 from mopa.envs import make
 from mopa.errors import InvalidParameterError
 from mopa.experiments import part1
-from mopa.experiments.registry import recipe_field, register_experiment
 from mopa.opponent import data as trajectory_data
 from mopa.opponent.metrics import probe_accuracy_split, subsampled_probe
 from mopa.opponent.representations import symmetrise, window_occupancy
 from mopa.report import exp4_report
+from mopa.runs.registry import recipe_field, register_experiment
 
 ENV = "tag_resources"
 RESEARCH = {"probe_raw_placement": 0.49, "resources_per_episode": 1.28}

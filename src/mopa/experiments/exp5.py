@@ -88,7 +88,6 @@ from mopa.eval.intervals import mean_interval
 from mopa.eval.protocol import cell_stats, familiarity_drop, mean_std
 from mopa.eval.tournament import TournamentEntry, play_tournament
 from mopa.experiments import part1
-from mopa.experiments.registry import recipe_field, register_experiment
 from mopa.opponent import bc
 from mopa.opponent import data as trajectory_data
 from mopa.opponent.encoders import VAEConfig, latent_means, load_encoder, save_encoder
@@ -97,6 +96,7 @@ from mopa.opponent.representations import occupancy, window_occupancy
 from mopa.players import PolicyPlayer
 from mopa.report import exp5_report
 from mopa.report.exp5_report import RESEARCH
+from mopa.runs.registry import recipe_field, register_experiment
 
 PLACEMENTS = ("circle", "corners")
 """The specialists' placements; a chain's label is the index of its placement."""

@@ -103,11 +103,6 @@ from mopa.experiments.intent_conditions import (
     prey_paths,
     read_teams,
 )
-from mopa.experiments.registry import (
-    profile_name,
-    recipe_field,
-    register_experiment,
-)
 from mopa.opponent import bc as bc_lib
 from mopa.opponent.data import (
     concatenate,
@@ -136,6 +131,11 @@ from mopa.planning import (
 )
 from mopa.players import PolicyPlayer
 from mopa.report import intent_report
+from mopa.runs.registry import (
+    profile_name,
+    recipe_field,
+    register_experiment,
+)
 from mopa.worldmodel import (
     JEPAWorldConfig,
     SSMConfig,

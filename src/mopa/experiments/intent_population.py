@@ -56,7 +56,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from mopa.algos.presets import check_recipe
-from mopa.core.checkpoint import write_msgpack
 from mopa.core.checks import (
     check_discount,
     check_fields,
@@ -74,16 +73,8 @@ from mopa.experiments.intent_conditions import read_teams
 from mopa.experiments.intent_population_rows import (
     ONLINE_FEATURES,
     OUT_OF_FAMILY_PREY,
-    POPULATION_FORMAT,
     adaptation_stage,
     eval_stage,
-    load_clones,
-)
-from mopa.experiments.registry import (
-    ABSENT_MEANS,
-    profile_name,
-    recipe_field,
-    register_experiment,
 )
 from mopa.opponent.bc import BCConfig
 from mopa.opponent.beliefs import beliefs_acted_on
@@ -95,10 +86,18 @@ from mopa.opponent.population import (
     fit_population,
     held_out_likelihoods,
     intent_belief,
+    load_clones,
     member_data,
     recognition_prior,
+    save_clones,
 )
 from mopa.players import PolicyPlayer
+from mopa.runs.registry import (
+    ABSENT_MEANS,
+    profile_name,
+    recipe_field,
+    register_experiment,
+)
 
 PREY_CONDITIONS: dict[str, tuple[str, tuple, tuple]] = {
     "unaware": ("unaware", (), ()),
@@ -489,10 +488,7 @@ def fit_library(
 def _population(config, data_folder: Path, folder: Path) -> dict:
     """The clone library fitted on the fitting set's data only."""
     clones, metrics, members = fit_library(config, data_folder, config.fitting_prey)
-    write_msgpack(
-        folder / "clones.msgpack",
-        {"format": POPULATION_FORMAT, "version": 1, "params": jax.device_get(clones)},
-    )
+    save_clones(folder / "clones.msgpack", clones)
     examples = [int(len(m.actions)) for m in members]
     return {
         "members": config.member_names,
@@ -508,7 +504,7 @@ def _population(config, data_folder: Path, folder: Path) -> dict:
 def _belief(config, clone_folder: Path, data_folder: Path, folder: Path) -> dict:
     """Intent accuracy and ECE by step, and the held-out log-likelihood of the
     population against every single clone, on the held-out prey's data."""
-    clones = load_clones(clone_folder)
+    clones = load_clones(clone_folder / "clones.msgpack")
     beliefs, labels = [], []
     population_ll, clone_ll, moves = {}, {}, {}
     for name in config.held_out_prey:

@@ -35,13 +35,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mopa.core.checkpoint import read_msgpack
 from mopa.core.files import write_json
 from mopa.envs.pursuit import NUM_ACTIONS, PREY, PursuitEnv
 from mopa.errors import InvalidParameterError
@@ -58,16 +57,14 @@ from mopa.experiments.intent_conditions import (
     lookahead_planner,
     tree_search_planner,
 )
-from mopa.opponent.data import generate
 from mopa.opponent.online import (
     OnlineResidualConfig,
-    OnlineResidualState,
     init_online_residual,
     residual_weight,
 )
 from mopa.opponent.population import (
-    PopulationBeliefState,
     intent_belief,
+    load_clones,
     member_belief,
     none_fits_probability,
 )
@@ -76,16 +73,16 @@ from mopa.planning import (
     IntentModelParams,
     IntentPredator,
     LookaheadParams,
+    Matches,
     OnlineResidualModel,
     PopulationModelParams,
     PopulationOpponentModel,
     PopulationPredator,
     PreyModel,
     intent_predator_params,
-    match_beliefs,
-    match_residuals,
     residual_params,
 )
+from mopa.planning import match_player as population_matches
 from mopa.players import PolicyPlayer
 
 if TYPE_CHECKING:
@@ -117,16 +114,6 @@ ONLINE_FEATURES: dict[str, Callable[[PursuitEnv], Callable | None]] = {
     "threats": lambda env: env.prey_threat_features,
 }
 """``online_features`` -> the online correction's ``features_fn`` for the game."""
-
-
-POPULATION_FORMAT = "mopa-population-clones"
-
-
-def load_clones(folder: Path) -> Any:
-    """The clone library's weights (leaves ``[M, ...]``) a ``population`` stage
-    wrote."""
-    data = read_msgpack(folder / "clones.msgpack", POPULATION_FORMAT, noun="clones")
-    return jax.tree.map(jnp.asarray, data["params"])
 
 
 def _seed_slice(tree: Any, seeds: tuple[int, ...]) -> Any:
@@ -304,7 +291,7 @@ def row_entries(rows: dict, names: list[str], faced: Any = None) -> list:
 def eval_stage(config, teams: dict, clone_folder: Path, folder: Path, progress) -> dict:
     """Every row against every prey; pooled statistics per prey set."""
     env, params = intent_game()
-    rows = build_rows(config, teams, load_clones(clone_folder))
+    rows = build_rows(config, teams, load_clones(clone_folder / "clones.msgpack"))
     prey = prey_entries(config, teams)
     captures: dict[str, dict[str, list]] = {}
     for name, entry in prey.items():
@@ -349,16 +336,6 @@ def eval_stage(config, teams: dict, clone_folder: Path, folder: Path, progress) 
     }
 
 
-class Matches(NamedTuple):
-    """The ``adaptation`` stage's matches against one prey (:func:`match_player`);
-    ``C`` matches of ``M`` episodes of ``T`` steps."""
-
-    captures: np.ndarray  # [C, M]
-    beliefs: PopulationBeliefState  # leaves [C, M x T, ...] (match_beliefs)
-    intents: np.ndarray  # [C, M x T] the prey's intent at every step
-    residuals: OnlineResidualState | None  # leaves [C, M x T, ...]; None: no online
-
-
 def match_player(
     config: PopulationExperimentConfig,
     teams: dict,
@@ -368,19 +345,14 @@ def match_player(
     """``play(name)``: the ``adaptation`` stage's matches of ``population_planner``
     against prey ``name`` (a held-out or out-of-family prey; its place in the
     stage's order, held-out prey then out-of-family ones, picks the matches' key),
-    ``matches_per_seed`` per predator seed, as :class:`Matches`: the captures of
-    every match and episode, the joint belief before every step's move
-    (:func:`match_beliefs`), the prey's intent at every step and, with
-    ``online_fallback``, the fallback's correction before every step's move
-    (:func:`match_residuals`); ``C`` counts the matches of every predator seed.
-    The player and the compiled replays are built once, for every prey.
+    ``matches_per_seed`` of ``match_episodes`` per predator seed
+    (:func:`mopa.planning.match_player`).
 
     ``row`` plays another row of :func:`build_rows` (not ``true_model_planner``)
     in the same matches: the same keys, so the same starting positions and prey
     draws where the moves agree; the beliefs are then what the population belief
     would have said of its prey's moves."""
     env, params = intent_game()
-    pop_config = config.population_config()
     rows = build_rows(config, teams, clones)
     if row not in rows or row == "true_model_planner":
         raise InvalidParameterError(
@@ -389,98 +361,38 @@ def match_player(
         )
     player, entry_params = rows[row]
     prey = prey_entries(config, teams)
-    M, T = config.match_episodes, int(params.max_steps)
-    key = jax.random.fold_in(jax.random.key(config.seed), 11)
-    beliefs_fn = jax.jit(
-        jax.vmap(
-            lambda o, a, t: match_beliefs(
-                pop_config,
-                clones,
-                o,
-                a,
-                t,
-                T,
-                config.bayes_epsilon,
-                config.fallback_prior,
-            )
-        )
+    play = population_matches(
+        env,
+        params,
+        player,
+        entry_params(None),
+        num_matches=config.matches_per_seed,
+        episodes_per_match=config.match_episodes,
     )
-
-    online = getattr(player, "online", None)
-    residuals_fn = None
-    if online is not None:
-        base_params = entry_params(None).opponent_params.fallback_params.base_params
-        residuals_fn = jax.jit(
-            jax.vmap(
-                lambda b, o, a, t: match_residuals(online, b, o, a, t, T),
-                in_axes=(None, 0, 0, 0),
-            )
-        )
-
+    key = jax.random.fold_in(jax.random.key(config.seed), 11)
     order = [*config.held_out_prey, *config.out_of_family]
 
-    def play(name: str) -> Matches:
+    def play_prey(name: str) -> Matches:
         if name not in order:
             raise InvalidParameterError(
                 f"match_player: prey must be one of {order}, got {name!r}"
             )
         p = order.index(name)
-        captures, states, intents, residuals = [], [], [], []
-        for i in range(len(config.predator_seeds)):
-            dataset = generate(
-                env,
-                params,
-                (player, prey[name].player),
-                (
-                    jax.tree.map(lambda x, i=i: x[i], entry_params(None)),
-                    jax.tree.map(lambda x: x[0], prey[name].params),
-                ),
-                jax.random.fold_in(key, p * 1000 + i),
-                num_chains=config.matches_per_seed,
-                episodes_per_chain=M,
-            )
-            C = dataset.num_chains
-            rewards = dataset["rewards.predator"][:, :, 0] / float(
-                params.capture_reward
-            )
-            captures.append(rewards.reshape(C, M, T).sum(-1))  # [C, M]
-            states.append(
-                beliefs_fn(
-                    jnp.asarray(dataset["obs.prey"]),
-                    jnp.asarray(dataset["actions.prey"]),
-                    jnp.asarray(dataset["step"]),
-                )
-            )
-            intents.append(np.repeat(dataset["intent"], T, axis=1))  # [C, M x T]
-            if residuals_fn is not None:
-                residuals.append(
-                    residuals_fn(
-                        jax.tree.map(lambda x, i=i: x[i], base_params),
-                        jnp.asarray(dataset["obs.prey"]),
-                        jnp.asarray(dataset["actions.prey"]),
-                        jnp.asarray(dataset["step"]),
-                    )
-                )
-        return Matches(
-            captures=np.concatenate(captures),
-            beliefs=_concatenate(states),
-            intents=np.concatenate(intents),
-            residuals=_concatenate(residuals) if residuals else None,
-        )
+        keys = [
+            jax.random.fold_in(key, p * 1000 + i)
+            for i in range(len(config.predator_seeds))
+        ]
+        opponent_params = jax.tree.map(lambda x: x[0], prey[name].params)
+        return play(prey[name].player, opponent_params, keys)
 
-    return play
-
-
-def _concatenate(parts: list) -> Any:
-    """Pytrees ``parts`` joined along their leaves' first axis."""
-    return jax.tree.map(lambda *xs: jnp.concatenate(xs), *parts)
+    return play_prey
 
 
 def adaptation_stage(config, teams: dict, clone_folder: Path, folder: Path, progress):
     """Matches of ``population_planner`` against every held-out prey and every
     out-of-family prey: captures by episode, and the belief through the match."""
     M = config.match_episodes
-    play = match_player(config, teams, load_clones(clone_folder))
+    play = match_player(config, teams, load_clones(clone_folder / "clones.msgpack"))
     out = {}
     for name in [*config.held_out_prey, *config.out_of_family]:
         progress(f"[adaptation] matches vs {name}")

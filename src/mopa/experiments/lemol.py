@@ -37,9 +37,9 @@ from mopa.algos.lemol.train import train_cycles
 from mopa.core.checks import check_discount, check_fields
 from mopa.errors import InvalidParameterError, UnknownNameError
 from mopa.eval.protocol import seed_gap, seed_interval
-from mopa.experiments.registry import register_experiment
 from mopa.report import lemol_report
 from mopa.report.lemol_report import MODEL_METHODS, UNIFORM_ACCURACY
+from mopa.runs.registry import register_experiment
 
 METHODS = ("lemol", "bc", "maddpg", "m3ddpg")
 """What the focal (adversary) agent uses: LeMOL, the behaviour-cloning model,

@@ -29,8 +29,8 @@ from mopa.algos.pola.sampled import (
 from mopa.core.checks import check_fields
 from mopa.core.stages import Stages
 from mopa.errors import InvalidParameterError, UnknownNameError
-from mopa.experiments.registry import register_experiment
 from mopa.report import pola_report
+from mopa.runs.registry import register_experiment
 
 CONTRIB_FACTORS = (1.1, 1.25, 1.33, 1.4, 1.6)
 

@@ -36,9 +36,9 @@ from mopa.algos.driver import run_training
 from mopa.core.stages import Stages
 from mopa.envs import make
 from mopa.eval.tournament import TournamentEntry, play_tournament
-from mopa.experiments.registry import register_experiment
 from mopa.players import PolicyPlayer, initial_player_carry
 from mopa.policy import init_params, read_policy_file
+from mopa.runs.registry import register_experiment
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -33,12 +33,12 @@ from typing import Any
 
 from mopa.core.checks import check_fields
 from mopa.errors import InvalidParameterError
-from mopa.experiments.registry import register_experiment
 from mopa.league.cloning import CloneConfig, clone_blue
 from mopa.league.evaluation import evaluate_blue, red_mixture_kwargs
 from mopa.league.training import TrainingConfig, train_blue
 from mopa.report import wargame_report
 from mopa.report.wargame_report import rate_cell
+from mopa.runs.registry import register_experiment
 
 LEVELS = ("L1", "L2", "L3", "L4", "L5")
 """The scripted Red ladder, weakest first."""

@@ -62,7 +62,6 @@ from mopa.core.checkpoint import read_msgpack, write_msgpack
 from mopa.core.checks import check_fields, check_fraction
 from mopa.errors import InvalidParameterError
 from mopa.eval.protocol import outcome_tables, win_difference
-from mopa.experiments.registry import register_experiment
 from mopa.opponent.battalion_belief import (
     MOTION_FEATURES,
     NUM_FEATURES,
@@ -87,6 +86,7 @@ from mopa.planning.battalion_blue import (
 from mopa.policy import PolicySpec
 from mopa.report import wargame_report
 from mopa.report.wargame_report import CONDITIONS, PLANNERS
+from mopa.runs.registry import register_experiment
 
 NUM_TYPES = len(FAMILY)
 """``K``: the strategies in :data:`FAMILY`."""

@@ -50,12 +50,12 @@ from mopa.envs.battalion import game_defaults, procedural_scenario
 from mopa.errors import InvalidParameterError
 from mopa.eval.intervals import proportion_difference
 from mopa.eval.protocol import pooled_outcomes
-from mopa.experiments.registry import register_experiment
 from mopa.league.curriculum import CurriculumStage
 from mopa.league.evaluation import evaluate_blue, red_mixture_kwargs
 from mopa.league.training import TrainingConfig, train_blue
 from mopa.report import wargame_report
 from mopa.report.wargame_report import rate_cell
+from mopa.runs.registry import register_experiment
 
 BENCHMARK_TRAINING = TrainingConfig(
     game="battalion_vs_red",

@@ -92,6 +92,7 @@ from mopa.opponent.population import (
     init_population_belief,
     intent_belief,
     joint_belief,
+    load_clones,
     member_belief,
     member_data,
     member_logits,
@@ -106,6 +107,7 @@ from mopa.opponent.population import (
     recognition_prior,
     reset_intent,
     sample_population_latent,
+    save_clones,
     update_population_belief,
 )
 from mopa.opponent.representations import (
@@ -159,6 +161,8 @@ __all__ = [
     "PopulationLatent",
     "excess_surprisal",
     "fit_population",
+    "load_clones",
+    "save_clones",
     "free_weight",
     "init_online_residual",
     "init_population_belief",

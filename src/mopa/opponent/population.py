@@ -142,6 +142,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import jax
@@ -149,6 +150,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from mopa.core.checkpoint import read_msgpack, write_msgpack
 from mopa.core.checks import (
     check_count,
     check_fields,
@@ -388,6 +390,23 @@ def infer_intents(
         changed.append(moved / sum(len(g) for g in labels))
         labels = [g.astype(np.int32) for g in new]
     return labels, changed
+
+
+CLONES_FORMAT = "mopa-population-clones"
+"""The format name of a clone library's file (:func:`save_clones`)."""
+
+
+def save_clones(path: str | Path, clones: Any) -> Path:
+    """Write a clone library's weights (leaves ``[M, ...]``, as
+    :func:`fit_population` returns them) as msgpack; no code is stored."""
+    data = {"format": CLONES_FORMAT, "version": 1, "params": jax.device_get(clones)}
+    return write_msgpack(path, data)
+
+
+def load_clones(path: str | Path) -> Any:
+    """The clone library's weights :func:`save_clones` wrote."""
+    data = read_msgpack(Path(path), CLONES_FORMAT, noun="clones")
+    return jax.tree.map(jnp.asarray, data["params"])
 
 
 @functools.cache

@@ -73,10 +73,12 @@ from mopa.planning.opponents import (
 from mopa.planning.population_player import (
     SCRIPTED_PREY_PLAYERS,
     EvaderPrey,
+    Matches,
     PopulationCarry,
     PopulationPredator,
     WandererPrey,
     match_beliefs,
+    match_player,
     match_residuals,
 )
 
@@ -91,6 +93,7 @@ __all__ = [
     "SOURCES",
     "SCRIPTED_PREY_PLAYERS",
     "EvaderPrey",
+    "Matches",
     "IntentPredator",
     "IntentPredatorParams",
     "PopulationCarry",
@@ -101,6 +104,7 @@ __all__ = [
     "intent_predator_params",
     "jepa_logits_fn",
     "match_beliefs",
+    "match_player",
     "match_residuals",
     "prefix_features",
     "FallbackLatent",

@@ -32,7 +32,8 @@ of :mod:`mopa.opponent.population` in its carry and, each step:
 The carry row is the flattened :class:`PopulationCarry` (the same row for every
 agent); :meth:`PopulationPredator.unpack` reads it back. :func:`match_beliefs` and
 :func:`match_residuals` recompute from a match's recorded moves the belief and the
-correction the player acted on at every step.
+correction the player acted on at every step; :func:`match_player` plays such
+matches against an opponent and replays both through them.
 
 :class:`EvaderPrey` runs from the nearest predator and ignores its intent, and
 :class:`WandererPrey` walks at random: opponents no member of a population of
@@ -42,16 +43,19 @@ trained prey describes.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from mopa.core.checks import check_fraction, check_probability
 from mopa.envs.base import IntentGame
 from mopa.envs.pursuit import ACTION_DIRECTIONS, NUM_ACTIONS, PREY, PursuitEnv
 from mopa.errors import InvalidParameterError
+from mopa.opponent.data import generate
 from mopa.opponent.online import (
     OnlineResidualState,
     init_online_residual,
@@ -361,6 +365,106 @@ def match_residuals(
     start = init_online_residual(model.config)
     _, states = jax.lax.scan(body, start, (obs, actions, step))
     return states
+
+
+class Matches(NamedTuple):
+    """Matches of a :class:`PopulationPredator` against one opponent
+    (:func:`match_player`): ``C`` matches of ``M`` episodes of ``T`` steps."""
+
+    captures: np.ndarray  # [C, M]
+    beliefs: PopulationBeliefState  # leaves [C, M x T, ...] (match_beliefs)
+    intents: np.ndarray  # [C, M x T] the opponent's intent at every step
+    residuals: OnlineResidualState | None  # leaves [C, M x T, ...]; None: no online
+
+
+def match_player(
+    env: PursuitEnv,
+    params: Any,
+    player: PopulationPredator,
+    player_params: Any,
+    *,
+    num_matches: int,
+    episodes_per_match: int,
+) -> Callable[[Any, Any, list], Matches]:
+    """``play(opponent, opponent_params, keys)``: ``num_matches`` matches of
+    ``episodes_per_match`` episodes per seed of ``player_params`` (leaves
+    ``[S, ...]``) against one opponent (a :class:`~mopa.players.Player` and its
+    unstacked params), seed ``i``'s matches from ``keys[i]``, as :class:`Matches`:
+    the captures of every match and episode, the joint belief before every step's
+    move (:func:`match_beliefs`), the opponent's intent at every step and, when
+    the player's fallback is corrected online, the correction before every step's
+    move (:func:`match_residuals`); ``C`` counts the matches of every seed. The
+    replays are compiled once, for every opponent ``play`` is called with.
+
+    This is how the belief sharpens across a match: the member belief and the
+    online correction carry from one episode to the next, the intent resets."""
+    T = int(params.max_steps)
+    opponent_params_of = player_params.opponent_params
+    clones = jax.tree.map(lambda x: x[0], opponent_params_of.clone_params)
+    beliefs_fn = jax.jit(
+        jax.vmap(
+            lambda o, a, t: match_beliefs(
+                player.population,
+                clones,
+                o,
+                a,
+                t,
+                T,
+                player.epsilon,
+                player.fallback_prior,
+            )
+        )
+    )
+    online = player.online
+    residuals_fn = None
+    if online is not None:
+        base_params = opponent_params_of.fallback_params.base_params
+        residuals_fn = jax.jit(
+            jax.vmap(
+                lambda b, o, a, t: match_residuals(online, b, o, a, t, T),
+                in_axes=(None, 0, 0, 0),
+            )
+        )
+
+    def play(opponent: Any, opponent_params: Any, keys: list) -> Matches:
+        captures, states, intents, residuals = [], [], [], []
+        for i, key in enumerate(keys):
+            dataset = generate(
+                env,
+                params,
+                (player, opponent),
+                (jax.tree.map(lambda x, i=i: x[i], player_params), opponent_params),
+                key,
+                num_chains=num_matches,
+                episodes_per_chain=episodes_per_match,
+            )
+            C, M = dataset.num_chains, episodes_per_match
+            rewards = dataset["rewards.predator"][:, :, 0] / float(
+                params.capture_reward
+            )
+            captures.append(rewards.reshape(C, M, T).sum(-1))  # [C, M]
+            moves = tuple(
+                jnp.asarray(dataset[name])
+                for name in ("obs.prey", "actions.prey", "step")
+            )
+            states.append(beliefs_fn(*moves))
+            intents.append(np.repeat(dataset["intent"], T, axis=1))  # [C, M x T]
+            if residuals_fn is not None:
+                seed_base = jax.tree.map(lambda x, i=i: x[i], base_params)
+                residuals.append(residuals_fn(seed_base, *moves))
+        return Matches(
+            captures=np.concatenate(captures),
+            beliefs=_concatenate(states),
+            intents=np.concatenate(intents),
+            residuals=_concatenate(residuals) if residuals else None,
+        )
+
+    return play
+
+
+def _concatenate(parts: list) -> Any:
+    """Pytrees ``parts`` joined along their leaves' first axis."""
+    return jax.tree.map(lambda *xs: jnp.concatenate(xs), *parts)
 
 
 def _team_obs_only(obs: jax.Array, team: int) -> tuple:

@@ -296,7 +296,7 @@ def recorded_benchmark(path: str | Path) -> RecordedBenchmark:
 
 def same_machine_notes(recorded: Any) -> list[str]:
     """Where this process differs from the machine that wrote ``recorded`` (a
-    :class:`RecordedBenchmark` or a :class:`~mopa.experiments.verify.RecordedRun`:
+    :class:`RecordedBenchmark` or a :class:`~mopa.runs.verify.RecordedRun`:
     its ``devices``, ``cpu`` and ``numerics``): another device count or processor
     (XLA may round differently on either; in portable numerics the processor's
     digits should not)."""
@@ -344,7 +344,7 @@ def verify_record(
     Args:
         recorded: what the checked figures record of the run that wrote them (a
             :class:`RecordedBenchmark` or a
-            :class:`~mopa.experiments.verify.RecordedRun`).
+            :class:`~mopa.runs.verify.RecordedRun`).
         comparisons: every figure, committed against rerun.
         wall_s: the rerun's wall time in seconds.
         git: the git state of the source that ran,

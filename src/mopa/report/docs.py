@@ -542,7 +542,7 @@ def command_text(config: Any) -> str:
     """The command a folder's ``config.json`` records (``mopa experiment NAME
     --profile PRESET``; the preset as the code names it now, where it was
     renamed since)."""
-    from mopa.experiments.verify import RecordedRun, recorded_preset
+    from mopa.runs.verify import RecordedRun, recorded_preset
 
     name, preset = config["experiment"], config["preset"]
     seeds = config.get("seeds")
@@ -689,7 +689,7 @@ def _experiment_markdown(record: Record) -> str | None:
     """The folder's tables as its experiment writes ``results.md``, from the
     committed ``results.json``."""
     import mopa.experiments  # noqa: F401  (registers every experiment)
-    from mopa.experiments.registry import get_experiment, results_markdown
+    from mopa.runs.registry import get_experiment, results_markdown
 
     experiment = get_experiment(record.config["experiment"])
     return results_markdown(experiment, record.results)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import importlib
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -71,6 +72,19 @@ class Experiment:
 
 
 _EXPERIMENTS: dict[str, Experiment] = {}
+
+EXPERIMENT_PACKAGES: list[str] = ["mopa.experiments"]
+"""Packages imported on the first lookup of an experiment, for the experiments they
+register: mopa's own (:mod:`mopa.experiments`), and any a user appends, so that
+``mopa experiment`` and ``mopa verify`` find an experiment of their own package.
+The registry names them rather than importing them: they sit above it."""
+
+
+def _experiments() -> dict[str, Experiment]:
+    """Every registered experiment, after importing :data:`EXPERIMENT_PACKAGES`."""
+    for package in EXPERIMENT_PACKAGES:
+        importlib.import_module(package)
+    return _EXPERIMENTS
 
 
 def register_experiment(
@@ -129,7 +143,7 @@ def register_experiment(
 
 def registered_experiments() -> list[str]:
     """Names of every registered experiment, sorted."""
-    return sorted(_EXPERIMENTS)
+    return sorted(_experiments())
 
 
 def get_experiment(name: str) -> Experiment:
@@ -138,7 +152,7 @@ def get_experiment(name: str) -> Experiment:
     Raises:
         UnknownNameError: no experiment has that name.
     """
-    if name not in _EXPERIMENTS:
+    if name not in _experiments():
         close = difflib.get_close_matches(name, _EXPERIMENTS, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise UnknownNameError(

@@ -24,13 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from mopa.errors import InvalidParameterError
-from mopa.experiments.registry import (
-    ABSENT_MEANS,
-    config_dict,
-    get_experiment,
-    get_preset,
-    run_experiment,
-)
 from mopa.report.compare import (
     FLOAT_ATOL,
     FLOAT_RTOL,
@@ -39,6 +32,13 @@ from mopa.report.compare import (
     flatten,
     read_json_file,
     recorded_machine,
+)
+from mopa.runs.registry import (
+    ABSENT_MEANS,
+    config_dict,
+    get_experiment,
+    get_preset,
+    run_experiment,
 )
 
 
@@ -149,7 +149,7 @@ def _config_mismatch(recorded: Any, config: Any) -> tuple[str, Any, Any] | None:
     """The first ``(path, recorded value, config's value)`` at which a recorded
     config differs from ``config``, or ``None``. A field the recorded config lacks
     reads as the value its metadata says folders without it ran with
-    (:data:`~mopa.experiments.registry.ABSENT_MEANS`)."""
+    (:data:`~mopa.runs.registry.ABSENT_MEANS`)."""
     recorded = dict(recorded) if isinstance(recorded, dict) else {}
     for field in dataclasses.fields(config):
         if field.name not in recorded and ABSENT_MEANS in field.metadata:
