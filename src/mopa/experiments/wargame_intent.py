@@ -46,7 +46,6 @@ rates beside them (:func:`~mopa.eval.protocol.outcome_tables`).
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 import warnings
 from collections.abc import Callable
@@ -58,7 +57,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from mopa.algos.mappo.config import MAPPOConfig
-from mopa.core.checkpoint import read_msgpack, write_msgpack
 from mopa.core.checks import check_fields, check_fraction
 from mopa.errors import InvalidParameterError
 from mopa.eval.protocol import outcome_tables, win_difference
@@ -66,7 +64,9 @@ from mopa.opponent.battalion_belief import (
     MOTION_FEATURES,
     NUM_FEATURES,
     fit_row_classifier,
+    load_row_classifier,
     rows_seen,
+    save_row_classifier,
 )
 from mopa.opponent.calibration import calibration_by_row
 from mopa.opponent.encoders import ClassifierConfig
@@ -77,10 +77,12 @@ from mopa.planning.battalion_blue import (
     BlueBeliefConfig,
     choose_plan,
     episode_keys,
+    load_blue,
     make_plan_play,
     make_play,
     play_seeds,
     probe_family,
+    save_blue,
     train_belief_blues,
 )
 from mopa.policy import PolicySpec
@@ -98,10 +100,6 @@ config of every stage that fits or uses a classifier."""
 RED_FAMILY_VERSION = 2
 """Version of the family's scripts (:mod:`mopa.envs.scripted_red`), part of every
 stage's config so that finished stages of an older family are not reused."""
-CHECKPOINT_FORMAT = "mopa-wargame-intent-blue"
-"""Format tag of a trained Blue's file (``stages/train/{blind,aware}.msgpack``)."""
-BELIEF_FORMAT = "mopa-wargame-intent-belief"
-"""Format tag of the belief classifier's file (``stages/belief``)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -277,27 +275,6 @@ def train_blues(
     )
 
 
-def save_blue(path: Path, spec: PolicySpec, params: Any) -> Path:
-    """Write a trained Blue (spec and seed-stacked parameters) as msgpack."""
-    return write_msgpack(
-        path,
-        {
-            "format": CHECKPOINT_FORMAT,
-            "version": 1,
-            "spec": json.dumps(spec.to_dict()),
-            "params": jax.tree.map(np.asarray, params),
-        },
-    )
-
-
-def load_blue(path: Path) -> tuple[PolicySpec, Any]:
-    """Read what :func:`save_blue` wrote."""
-    data = read_msgpack(path, CHECKPOINT_FORMAT)
-    fields = json.loads(data["spec"])
-    spec = PolicySpec.from_dict({**fields, "hidden": tuple(fields["hidden"])})
-    return spec, jax.tree.map(jnp.asarray, data["params"])
-
-
 # -- the belief ----------------------------------------------------------------------
 
 
@@ -361,15 +338,7 @@ def _belief_stage(
             num_bins=config.calibration_bins,
         )
         temperature, heldout = fitted.temperature, fitted.heldout
-        write_msgpack(
-            folder / "classifier.msgpack",
-            {
-                "format": BELIEF_FORMAT,
-                "version": 1,
-                "params": jax.tree.map(np.asarray, fitted.params),
-                "temperature": temperature,
-            },
-        )
+        save_row_classifier(folder / "classifier.msgpack", fitted)
         shown = heldout["accuracy"][:: max(1, len(heldout["accuracy"]) // 8)]
         progress(
             f"[{tag}] {labels.size} episodes, {fitted.num_prefixes:,} prefixes; "
@@ -389,9 +358,9 @@ def _belief_stage(
 def _plan_evaluate_stage(config, table, folder_belief: Path, num_seeds, progress):
     def fn(folder: Path) -> dict:
         keys = episode_keys(config.seed, 3, num_seeds, config.eval_episodes)
-        belief = read_msgpack(folder_belief / "classifier.msgpack", BELIEF_FORMAT)
-        c_params = jax.tree.map(jnp.asarray, belief["params"])
-        temperature = float(belief["temperature"])
+        c_params, temperature = load_row_classifier(
+            folder_belief / "classifier.msgpack"
+        )
         stacked = jnp.broadcast_to(
             jnp.asarray(table, jnp.float32), (num_seeds, *np.shape(table))
         )
@@ -434,9 +403,9 @@ def _plan_evaluate_stage(config, table, folder_belief: Path, num_seeds, progress
 def _evaluate_stage(config, folders: dict[str, Path], num_seeds: int, progress):
     def fn(folder: Path) -> dict:
         keys = episode_keys(config.seed, 3, num_seeds, config.eval_episodes)
-        belief = read_msgpack(folders["belief"] / "classifier.msgpack", BELIEF_FORMAT)
-        c_params = jax.tree.map(jnp.asarray, belief["params"])
-        temperature = float(belief["temperature"])
+        c_params, temperature = load_row_classifier(
+            folders["belief"] / "classifier.msgpack"
+        )
         blues = {n: load_blue(folders["train"] / f"{n}.msgpack") for n in TRAINED}
         spec = blues["aware"][0]
         if blues["blind"][0] != spec:

@@ -2,7 +2,8 @@
 the features of a step (its observation and Red's map position recovered from
 it), the classifier's input over a prefix of recorded rows and Red's motion
 between them, every prefix of a recorded episode as a classifier example, and
-the classifier fitted on recorded episodes (:func:`fit_row_classifier`).
+the classifier fitted on recorded episodes (:func:`fit_row_classifier`), and its
+file (:func:`save_row_classifier`, :func:`load_row_classifier`).
 
 The belief they make (:func:`row_classifier_logits_fn` in
 :func:`~mopa.opponent.beliefs.update_prefix_belief`) never sees Red's type: it
@@ -11,12 +12,14 @@ reads what Blue observes.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mopa.core.checkpoint import read_msgpack, write_msgpack
 from mopa.envs.battalion import BattalionParams
 from mopa.opponent.beliefs import prefix_beliefs
 from mopa.opponent.calibration import calibration_by_row, fit_temperature
@@ -24,6 +27,9 @@ from mopa.opponent.encoders import ClassifierConfig, ClassifierData, make_train
 
 NUM_FEATURES = 19
 """Features per recorded step: Blue's 17 observations and Red's map position."""
+
+CLASSIFIER_FORMAT = "mopa-wargame-intent-belief"
+"""Format tag of a fitted belief classifier's file (:func:`save_row_classifier`)."""
 
 
 def belief_features(obs: jax.Array, params: BattalionParams) -> jax.Array:
@@ -164,3 +170,23 @@ def fit_row_classifier(
         int(fit_data.labels.shape[0]),
         calibration_by_row(np.asarray(test_beliefs), valid, labels[test], num_bins),
     )
+
+
+def save_row_classifier(path: str | Path, fitted: RowClassifier) -> Path:
+    """Write a fitted classifier's weights and temperature as msgpack."""
+    return write_msgpack(
+        path,
+        {
+            "format": CLASSIFIER_FORMAT,
+            "version": 1,
+            "params": jax.tree.map(np.asarray, fitted.params),
+            "temperature": fitted.temperature,
+        },
+    )
+
+
+def load_row_classifier(path: str | Path) -> tuple[Any, float]:
+    """``(params, temperature)`` of the classifier :func:`save_row_classifier`
+    wrote."""
+    data = read_msgpack(Path(path), CLASSIFIER_FORMAT)
+    return jax.tree.map(jnp.asarray, data["params"]), float(data["temperature"])

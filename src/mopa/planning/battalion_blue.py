@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -29,6 +31,7 @@ import numpy as np
 from mopa.algos.mappo.config import MAPPOConfig
 from mopa.algos.mappo.train import make_trainer
 from mopa.algos.trainer import seed_keys
+from mopa.core.checkpoint import read_msgpack, write_msgpack
 from mopa.envs import make
 from mopa.envs.scripted_red import RED_TYPE_INDEX, RED_TYPES, STRATEGIES, heuristic_blue
 from mopa.errors import InvalidParameterError
@@ -442,3 +445,29 @@ def probe_family(num_episodes: int, seed: int) -> dict[str, Any]:
         "best_plan_per_type_win_rate": float(win.max(0).mean()),
         "num_episodes": num_episodes,
     }
+
+
+BLUE_FORMAT = "mopa-wargame-intent-blue"
+"""Format tag of a trained Blue's file (:func:`save_blue`)."""
+
+
+def save_blue(path: str | Path, spec: PolicySpec, params: Any) -> Path:
+    """Write a trained Blue (its network's spec and seed-stacked weights) as
+    msgpack; no code is stored."""
+    return write_msgpack(
+        path,
+        {
+            "format": BLUE_FORMAT,
+            "version": 1,
+            "spec": json.dumps(spec.to_dict()),
+            "params": jax.tree.map(np.asarray, params),
+        },
+    )
+
+
+def load_blue(path: str | Path) -> tuple[PolicySpec, Any]:
+    """``(spec, params)`` of the Blue :func:`save_blue` wrote."""
+    data = read_msgpack(Path(path), BLUE_FORMAT)
+    fields = json.loads(data["spec"])
+    spec = PolicySpec.from_dict({**fields, "hidden": tuple(fields["hidden"])})
+    return spec, jax.tree.map(jnp.asarray, data["params"])
