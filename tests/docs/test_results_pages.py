@@ -36,7 +36,8 @@ def test_one_number_changed_in_a_results_json_makes_the_pages_differ(copy, capsy
     path = copy / "results" / "intent" / "results.json"
     original = path.read_text()
     results = json.loads(original)
-    results["conditions"]["belief_planner"]["mean"] = 1.0  # was 4.93
+    results["conditions"]["belief_planner"]["mean"] = 1.0  # well above 1.5x blind
+    blind = results["conditions"]["unaware"]["mean"]
     path.write_text(json.dumps(results))
     try:
         assert set(site.stale_files(copy)) == {
@@ -46,14 +47,15 @@ def test_one_number_changed_in_a_results_json_makes_the_pages_differ(copy, capsy
         }
         assert main(["docs", "render", "--root", str(copy), "--check"]) == 1
         assert "differs: RESULTS.md" in capsys.readouterr().out
-        # The claim that read it now fails: 1.00 is not 1.5x the blind 1.75.
+        # The claim that read it now fails: 1.00 is not 1.5x the blind predators.
         written = site.render_all(copy)[Path("RESULTS.md")]
         (row,) = [
             line
             for line in written.splitlines()
             if "belief planner >= 1.5x the intent-blind" in line and "`intent`" in line
         ]
-        assert "0.57x (1.00 / 1.75)" in row and "**not met**" in row
+        assert f"{1.0 / blind:.2f}x (1.00 / {blind:.2f})" in row
+        assert "**not met**" in row
     finally:
         path.write_text(original)
     assert site.stale_files(copy) == []
