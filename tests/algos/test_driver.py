@@ -56,6 +56,7 @@ def _metrics(folder: Path) -> dict[str, np.ndarray]:
         return {k: data[k] for k in data.files if k != "__chunks__"}
 
 
+@pytest.mark.slow
 def test_run_folder_contents(uninterrupted):
     out = uninterrupted.out
     for name in (
@@ -89,6 +90,7 @@ def test_run_folder_contents(uninterrupted):
     } <= set(per_seed[-1])
 
 
+@pytest.mark.slow
 def test_interrupted_run_resumes_to_identical_metrics(uninterrupted, tmp_path):
     out = tmp_path / "interrupted"
 
@@ -107,6 +109,7 @@ def test_interrupted_run_resumes_to_identical_metrics(uninterrupted, tmp_path):
         np.testing.assert_array_equal(whole[name], again[name], err_msg=name)
 
 
+@pytest.mark.slow
 def test_sigkilled_cli_run_resumes_to_identical_metrics(uninterrupted, tmp_path):
     out = tmp_path / "killed"
     command = [
@@ -149,6 +152,7 @@ def test_sigkilled_cli_run_resumes_to_identical_metrics(uninterrupted, tmp_path)
         np.testing.assert_array_equal(whole[name], again[name], err_msg=name)
 
 
+@pytest.mark.slow
 def test_load_policy_without_training_code(uninterrupted):
     path = uninterrupted.out / "checkpoint.msgpack"
     policy = mopa.load_policy(path, team="prey", seed=1)
@@ -185,6 +189,7 @@ def _inputs(spec, obs):
     return agent_inputs(spec, obs)
 
 
+@pytest.mark.slow
 def test_frozen_opponent_from_a_checkpoint(uninterrupted):
     path = str(uninterrupted.out / "checkpoint.msgpack")
     config = IQLConfig(**{**TINY, "num_chunks": 1, "frozen": (("prey", path),)})
@@ -264,6 +269,7 @@ def test_every_preset_is_a_valid_config():
     assert preset("exp6_mappo_belief").env == "tag_intent"
 
 
+@pytest.mark.slow
 def test_seeds_sharded_over_devices_compute_what_one_device_computes(uninterrupted):
     """The test session exposes 3 CPU devices, so the run of 2 seeds above was
     sharded over 2 of them; the same chunks on one device give the same numbers."""
@@ -298,6 +304,7 @@ def test_seeds_sharded_over_devices_compute_what_one_device_computes(uninterrupt
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_a_run_too_large_for_the_machine_is_refused_before_its_folder(
     tmp_path, monkeypatch
 ):

@@ -182,6 +182,7 @@ def test_a_greedy_source_plays_the_actors_mode(tmp_path):
         assert greedy == 1.0
 
 
+@pytest.mark.slow
 def test_a_learner_trains_against_a_pool(pool_source):
     config = MAPPOConfig(
         env="tag",
@@ -228,6 +229,7 @@ def test_bad_pools_are_named(tmp_path, pool_source):
         frozen_pool(pool_source, "tag", team_infos(make("tag")[0])[0])
 
 
+@pytest.mark.slow
 def test_the_cli_trains_against_a_pool_and_names_a_bad_one(
     tmp_path, pool_source, capsys
 ):

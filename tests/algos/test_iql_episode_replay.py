@@ -51,6 +51,7 @@ def test_first_episode_mask_and_masked_mean_by_hand():
     assert float(masked_mean(x, None)) == 4.5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rnn", [False, True])
 def test_each_update_stores_one_whole_episode_per_game(rnn):
     config = IQLConfig(**TINY_EPISODES, rnn=rnn)
@@ -90,6 +91,7 @@ def oa_iql_batch():
     return config, specs, jax.tree.map(lambda x: x[:4], carry.buffer.data)
 
 
+@pytest.mark.slow
 def test_double_q_equals_max_when_online_is_target_and_differs_otherwise():
     """With identical online and target nets, the online net's greedy action is the
     target's argmax, so double-Q's target is the max; with different nets it is
@@ -106,6 +108,7 @@ def test_double_q_equals_max_when_online_is_target_and_differs_otherwise():
     assert abs(losses[True, "other"] - losses[False, "other"]) > 1e-4
 
 
+@pytest.mark.slow
 def test_opponent_loss_over_the_episode_or_every_stored_step():
     """The opponent head's cross-entropy averages the episode's 25 steps, or with
     ``opp_loss_all_steps`` all 26 stored ones (the research's); the TD loss keeps
@@ -130,6 +133,7 @@ def test_opponent_loss_over_the_episode_or_every_stored_step():
     assert float(stats[True]["td_loss"]) == float(stats[False]["td_loss"])
 
 
+@pytest.mark.slow
 def test_radam_and_episode_replay_change_the_run():
     runs = {
         name: run_training(IQLConfig(**{**TINY_EPISODES, **fields}))

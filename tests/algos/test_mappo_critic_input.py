@@ -55,6 +55,7 @@ def test_the_research_critic_sees_the_intent_and_mopas_does_not():
         ("all_obs", (66, 66)),
     ],
 )
+@pytest.mark.slow
 def test_critic_input_size(critic_input, sizes):
     trainer = make_trainer(MAPPOConfig(**TINY, critic_input=critic_input))
     carry = trainer.init(jax.random.key(0))
@@ -63,6 +64,7 @@ def test_critic_input_size(critic_input, sizes):
         assert layer["kernel"].shape[0] == size, team
 
 
+@pytest.mark.slow
 def test_default_critic_reproduces_the_run_before_the_option():
     """A tiny default run gives the value losses recorded (on CPU) with the code
     before ``critic_input`` existed."""

@@ -71,6 +71,7 @@ def _bits(tree) -> list[bytes]:
         (2, (64, 64), "gelu", 24, 0),  # no seed axis (the league's calls)
     ],
 )
+@pytest.mark.slow
 def test_actor_logits_and_gradients_equal_flax_and_autodiff(
     num_agents, hidden, activation, rows, seeds
 ):
@@ -107,6 +108,7 @@ def test_transpose_rows_is_the_transpose(rows):
     np.testing.assert_array_equal(jax.jit(_transpose_rows)(x), np.asarray(x).T)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [1, 2, 5, 17, 1000, 1024, 4096, 2**16, 2**16 + 1, 70_000])
 def test_permutation_equals_jax_random_permutation(n):
     keys = jax.random.split(jax.random.key(3), 20)
@@ -133,6 +135,7 @@ def test_stable_argsort_keeps_ties_in_index_order():
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ["mappo", "ippo"])
 def test_training_with_fast_paths_equals_training_with_plain_ones(algo):
     config = make_config(

@@ -45,6 +45,7 @@ def test_iql_reaches_a_fixed_return_on_a_tiny_game(oa_iql_signal):
         assert final[f"return/{team}"]["mean"] > 4.3, final[f"return/{team}"]
 
 
+@pytest.mark.slow
 def test_iql_learning_rate_decay_changes_the_run_and_still_learns():
     """``anneal_lr`` decays Adam's step linearly: the run differs from the
     constant-rate one on the same keys, and still solves the signal game."""
@@ -93,6 +94,7 @@ def test_greedy_evaluation_of_the_trained_policies(oa_iql_signal):
     assert baseline["return/blue"]["mean"] < 2.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ["iql", "mappo"])
 def test_vmap_over_seeds_equals_a_loop_and_is_deterministic(algo):
     if algo == "iql":

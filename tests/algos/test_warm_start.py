@@ -41,6 +41,7 @@ def test_a_run_gives_its_actor_and_critic_per_seed(first):
         assert all(x.shape[0] == TINY.num_seeds for x in _leaves(actor))
 
 
+@pytest.mark.slow
 def test_a_warm_run_starts_from_the_given_weights(first):
     # At a vanishing learning rate the weights barely move: the warm run ends
     # where it started, the predators' weights the first run's and the prey's

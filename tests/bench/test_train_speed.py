@@ -19,6 +19,7 @@ TINY_MAPPO = (
 """A MAPPO row of 8-wide layers, one update per 8 environment steps."""
 
 
+@pytest.mark.slow
 def test_rows_carry_flops_gflop_s_and_the_matmul_reference(tmp_path, capsys):
     path = tmp_path / "train.json"
     argv = ["bench", "train", "--runs", "mappo:tag", "--seeds=1", "--steps=16"]
@@ -54,6 +55,7 @@ def test_rows_carry_flops_gflop_s_and_the_matmul_reference(tmp_path, capsys):
     assert "GFLOP/s" in out and "x".join(map(str, row["matmul_shape"])) in out
 
 
+@pytest.mark.slow
 def test_a_preset_row_trains_the_preset_and_says_what_ran(tmp_path):
     """A row named by a preset trains that preset's recipe (the research's IQL:
     whole-episode replay, 8 games x 26 steps per update), with ``--set`` on top."""
@@ -71,6 +73,7 @@ def test_a_preset_row_trains_the_preset_and_says_what_ran(tmp_path):
     assert row["flops_per_step"] > 0 and row["matmul_shape"][2] == 8
 
 
+@pytest.mark.slow
 def test_plain_paths_add_a_plain_row_per_mappo_row(tmp_path, capsys):
     """``--plain-paths`` trains each MAPPO row a second time with its plain paths
     (the side-by-side measurement of the hand-written backward pass and shuffle):

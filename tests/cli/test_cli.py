@@ -10,6 +10,7 @@ import pytest
 from mopa.cli.main import main
 
 
+@pytest.mark.slow
 def test_bench_env_writes_rows_and_metadata(tmp_path, capsys):
     path = tmp_path / "bench.json"
     code = main(

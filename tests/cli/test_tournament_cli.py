@@ -55,6 +55,7 @@ def runs(tmp_path_factory):
     }
 
 
+@pytest.mark.slow
 def test_tournament_writes_its_files_and_prints_the_table(runs, tmp_path, capsys):
     out = tmp_path / "cross"
     argv = [

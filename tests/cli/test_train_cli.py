@@ -28,6 +28,7 @@ def test_list_presets(capsys):
         assert name in out
 
 
+@pytest.mark.slow
 def test_train_writes_a_run_and_refuses_to_overwrite_it(tmp_path, capsys):
     out = tmp_path / "run"
     argv = ["train", "--algo=ippo", "--env=tag", f"--out={out}", *SMALL]
@@ -47,6 +48,7 @@ def test_train_writes_a_run_and_refuses_to_overwrite_it(tmp_path, capsys):
     assert (out / "summary.json").read_text() == json.dumps(summary, indent=2) + "\n"
 
 
+@pytest.mark.slow
 def test_preset_with_overrides(tmp_path, capsys):
     out = tmp_path / "preset"
     argv = ["train", "--preset=exp4_mappo_circle", f"--out={out}", *SMALL]
@@ -56,6 +58,7 @@ def test_preset_with_overrides(tmp_path, capsys):
     assert config["env_overrides"] == [["resource_placement", "circle"]]
 
 
+@pytest.mark.slow
 def test_bench_train_rows(tmp_path):
     path = tmp_path / "bench_train.json"
     argv = ["bench", "train", "--runs", "iql:tag", "--seeds=1", "--steps=4096"]
@@ -109,6 +112,7 @@ def test_bad_train_input_is_one_line_and_exit_code_2(argv, message, capsys):
     assert message in err, err
 
 
+@pytest.mark.slow
 def test_corrupt_or_foreign_checkpoints_are_refused(tmp_path, capsys):
     foreign = tmp_path / "foreign.msgpack"
     foreign.write_bytes(serialization.msgpack_serialize({"format": "weights"}))

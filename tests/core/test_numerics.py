@@ -38,6 +38,7 @@ def _python(code: str, **env: str) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_portable_mode_makes_every_dot_canonical_products_of_bounded_length():
     printed = _python(
         """
@@ -139,6 +140,7 @@ def test_a_mode_other_than_the_processes_is_refused_in_one_line(capsys):
         numerics.check_mode("fast")
 
 
+@pytest.mark.slow
 def test_the_command_records_portable_mode_in_meta_json(tmp_path):
     out = tmp_path / "run"
     _python(

@@ -81,6 +81,7 @@ def _finish(process) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_a_later_process_runs_the_stored_program_untraced_with_the_same_numbers(
     tmp_path,
 ):

@@ -227,6 +227,7 @@ def test_runner_reuses_stages_between_runs(tmp_path, capsys):
     assert "reused" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("num_devices", DEVICE_COUNTS)
 def test_stages_together_never_hang(num_devices):
     """Three stages run together, each a tournament against a prey that solves

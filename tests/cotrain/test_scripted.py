@@ -59,6 +59,7 @@ def test_hold_is_recorded_as_the_discrete_action_nearest_its_script(game):
     assert np.mean(moves == 0.0) > 0.5
 
 
+@pytest.mark.slow
 def test_a_clone_learns_the_script(game):
     env, params = game
     spec = _red_spec(env)
@@ -95,6 +96,7 @@ def test_scripted_members_are_refused_where_they_cannot_play(game):
         CotrainConfig(family=(("a", ()),), held_out_seeds=(), held_out_family=("a",))
 
 
+@pytest.mark.slow
 def test_a_clone_learns_a_scripted_prey():
     """The evader runs from the nearest predator by a fixed rule of its
     observation: its clone plays its move on most recorded steps."""

@@ -101,6 +101,7 @@ def visit(tab, url: str) -> int:
     return 0 if response is None else response.status
 
 
+@pytest.mark.slow
 def test_every_page_loads_without_console_errors(site, browsing):
     base, tab, errors = browsing
     pages = site_pages(site)

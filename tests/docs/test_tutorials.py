@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 TUTORIALS = Path(__file__).resolve().parents[2] / "docs" / "tutorials"
 
@@ -25,6 +26,7 @@ def run_tutorial(name: str, *argv: str) -> dict:
         sys.argv = saved
 
 
+@pytest.mark.slow
 def test_cross_play_trains_two_learners_and_plays_every_pairing(capsys):
     ns = run_tutorial("cross_play")
     result, captures = ns["result"], ns["captures"]

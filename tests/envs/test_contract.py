@@ -33,6 +33,7 @@ def assert_trees_close(a, b, atol=1e-6):
         np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=atol, rtol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ENVS)
 def test_shapes_dtypes_and_spaces(name):
     env, params = make(name)
@@ -73,6 +74,7 @@ WITHOUT_RANDOMNESS = {"ipd"}
 starts from its start state; the actions fix each step)."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ENVS)
 def test_jit_equals_no_jit_and_same_key_same_output(name):
     env, params = make(name)
@@ -97,6 +99,7 @@ def test_jit_equals_no_jit_and_same_key_same_output(name):
         assert not np.allclose(other[0][0], jitted[0][0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ENVS)
 def test_vmap_equals_loop(name):
     # Both sides jitted (a handful of programs per game, not hundreds of eager
@@ -125,6 +128,7 @@ def test_vmap_equals_loop(name):
         assert_trees_close(jax.tree.map(lambda x, i=i: x[i], stepped), one)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ENVS)
 def test_ten_thousand_random_steps_stay_finite_and_truncate_on_the_last_step(name):
     # 100 games of 100 steps (one compiled rollout per game serves both checks).
@@ -156,6 +160,7 @@ def test_ten_thousand_random_steps_stay_finite_and_truncate_on_the_last_step(nam
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ENVS)
 def test_auto_reset_keeps_true_final_observation(name):
     env, params = make(name, max_steps=3)
@@ -175,6 +180,7 @@ def test_auto_reset_keeps_true_final_observation(name):
     assert int(next_state.step) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ENVS)
 def test_episode_stats_sum_rewards_over_an_episode(name):
     env, params = make(name)

@@ -61,6 +61,7 @@ def transitions(env, num=NUM_STATES):
         ("switch_riddle", {}, {"agent": 3}),
     ],
 )
+@pytest.mark.slow
 def test_step_equals_jaxmarl_step_env(env_id, kwargs, teams):
     env, params = make("jaxmarl:" + env_id, **kwargs)
     assert params is None

@@ -135,6 +135,7 @@ def free_force(env, params, actions):
     "overrides",
     [{"continuous_actions": False}, {"num_adversaries": 2, "num_good": 2}],
 )
+@pytest.mark.slow
 def test_push_matches_jaxmarl_step_env(overrides):
     """Discrete actions with MPE's team sizes; continuous (the default) with
     2 v 2."""
@@ -158,6 +159,7 @@ def test_push_matches_jaxmarl_step_env(overrides):
         },
     ],
 )
+@pytest.mark.slow
 def test_adversary_matches_jaxmarl_step_env(overrides):
     """Discrete actions with MPE's team sizes; continuous (the default) with 2 v 3
     and three landmarks."""

@@ -91,6 +91,7 @@ def random_actions(penv, rng):
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", mopa.envs.registered_envs())
 def test_parallel_api_test_passes_without_warnings(name):
     env, params = mopa.envs.make(name)
@@ -104,6 +105,7 @@ def test_parallel_api_test_passes_without_warnings(name):
     assert penv.agents == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", mopa.envs.registered_envs())
 def test_spaces_contain_every_observation_of_an_episode(name):
     env, params = mopa.envs.make(name)

@@ -358,6 +358,7 @@ def test_intent_obstacles_fixed():
     np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("low", "high"), [(1.0, 1.0), (0.0, 0.0), (0.0, 1.0)])
 def test_intent_input_for_predators(low, high):
     env, params = make(

@@ -142,6 +142,7 @@ def strategies():
     }
 
 
+@pytest.mark.slow
 def test_strategies_are_qualitatively_different(strategies):
     # Blue stands at (300, 500) facing east; Red starts at (700, 500) facing west
     # (400 m away), no damage. States are after steps 1..400 (index t = step t+1).
@@ -233,6 +234,7 @@ def test_red_type_is_drawn_per_episode_from_red_probs():
     assert np.all(np.abs(counts[6:] / 1200 - 1 / 6) < 0.04)
 
 
+@pytest.mark.slow
 def test_same_key_same_episode():
     env, params = make("battalion_vs_red", red="L5,random,feint")
     blue = (jnp.asarray([[1.0, 0.5, 1.0]]),)
@@ -277,6 +279,7 @@ def episode_outcomes(env, params, keys, num_steps=500):
     return jax.vmap(episode)(keys)
 
 
+@pytest.mark.slow
 def test_heuristic_blue_beats_the_ladder():
     env, params = make("battalion_vs_red", red="ladder")
     levels = ("L1", "L2", "L3", "L4", "L5")

@@ -89,6 +89,7 @@ def result(game, sides):
     )
 
 
+@pytest.mark.slow
 def test_arrays_have_one_axis_per_row_column_seed_pair_and_episode(result):
     # "all" pairs 2 row seeds with 2 column seeds, row-major.
     np.testing.assert_array_equal(result.seed_pairs, [[0, 0], [0, 1], [1, 0], [1, 1]])
@@ -130,6 +131,7 @@ def _loop_over_cells(env, params, sides, key, pairs, fold_cells=True):
     return returns, captures
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pairing", ["all", "paired"])
 def test_one_jitted_tournament_equals_a_loop_over_its_cells(
     game, sides, result, pairing
@@ -269,6 +271,7 @@ def test_bad_tournaments_name_the_problem(game, sides):
         play_tournament(one_team, one_team_params, side_a, side_b, key)
 
 
+@pytest.mark.slow
 def test_long_tournaments_spread_episodes_over_devices_with_the_same_numbers(
     game, sides
 ):
@@ -306,6 +309,7 @@ def test_long_tournaments_spread_episodes_over_devices_with_the_same_numbers(
         )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("num_devices", DEVICE_COUNTS)
 def test_programs_side_by_side_never_hang(num_devices):
     """A tournament whose tree search is a program of its own beside the other

@@ -62,6 +62,7 @@ def test_a_dirty_tree_writes_results_only_when_allowed(checkout, quick_run, caps
     assert len(meta["git_diff_sha256"]) == 64
 
 
+@pytest.mark.slow
 def test_quick_run_writes_results_markdown_and_plots(quick_run):
     for name in ("results.json", "config.json", "meta.json", "results.md", *PLOTS):
         assert (quick_run / name).is_file(), name

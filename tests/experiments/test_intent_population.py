@@ -183,6 +183,7 @@ def test_quick_run_writes_the_files_and_the_schema(quick_run, results):
         )
 
 
+@pytest.mark.slow
 def test_the_split_is_fixed_and_nothing_fitted_sees_a_held_out_prey(
     quick_run, results, tmp_path
 ):

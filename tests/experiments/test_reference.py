@@ -5,6 +5,7 @@ import dataclasses
 
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from mopa.experiments import get_experiment
 from mopa.experiments.reference import ReferenceConfig, _belief, digest
@@ -22,6 +23,7 @@ def test_the_digest_sees_every_bit_shape_and_dtype():
     assert len(base) == 64
 
 
+@pytest.mark.slow
 def test_the_belief_stage_repeats_and_finds_the_watched_member():
     config = ReferenceConfig()
     first, second = _belief(config), _belief(config)

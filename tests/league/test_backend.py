@@ -50,6 +50,7 @@ def players(tmp_path_factory):
     return predators, prey
 
 
+@pytest.mark.slow
 def test_tournament_is_identical_in_process_and_on_ray(players, ray_backend):
     predators, prey = players
     kwargs = dict(n_episodes=8, seed=5, deterministic=False)
@@ -76,6 +77,7 @@ def test_tournament_is_identical_in_process_and_on_ray(players, ray_backend):
     np.testing.assert_array_equal(here.returns[1, 2], episodes["return"])
 
 
+@pytest.mark.slow
 def test_sweep_is_identical_in_process_and_on_ray(players, ray_backend):
     predators, prey = players
     # (Sampled actions throughout: greedy play would compile a second program.)
@@ -100,6 +102,7 @@ def test_sweep_is_identical_in_process_and_on_ray(players, ray_backend):
     )
 
 
+@pytest.mark.slow
 def test_cli_tournament_on_ray_matches_the_library(players, ray_backend, tmp_path):
     predators, prey = players
     out = tmp_path / "table.json"

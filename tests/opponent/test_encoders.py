@@ -45,6 +45,7 @@ def test_kl_weight_warms_up_linearly():
     assert float(enc.kl_weight(flat, jnp.int32(0))) == 0.5
 
 
+@pytest.mark.slow
 def test_vae_elbo_rises_on_two_blobs(vae):
     config, params, metrics, x = vae
     elbo = np.asarray(metrics["elbo"])
@@ -102,6 +103,7 @@ def test_jepa_pairs_are_prefix_and_following_window(jepa_setup):
     np.testing.assert_allclose(data.readout[1], positions[0, -1])
 
 
+@pytest.mark.slow
 def test_jepa_target_is_an_ema_of_the_context_encoder(jepa_setup):
     config, data, _ = jepa_setup
     state = enc.jepa_init(config, jax.random.key(3))
@@ -201,6 +203,7 @@ def test_prefix_data_holds_every_prefix_length():
     )
 
 
+@pytest.mark.slow
 def test_recent_positions_follow_the_occupancy_and_repeat_the_first_step():
     positions = jnp.arange(20.0).reshape(10, 2)
     # Steps [1, 4) of the prefix of length 4; before step 0, step 0 repeats.

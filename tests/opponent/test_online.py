@@ -62,6 +62,7 @@ def test_no_moves_is_the_floored_base():
     np.testing.assert_allclose(np.exp(got[0]), 0.95 * p + 0.05 / 3, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_newton_fit_reaches_the_map_of_a_general_optimiser():
     config = _config(prior_precision=0.5, newton_steps=8)
     key = jax.random.key(0)
@@ -83,6 +84,7 @@ def test_newton_fit_reaches_the_map_of_a_general_optimiser():
     np.testing.assert_allclose(np.asarray(got).reshape(-1), want, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_evidence_rises_for_an_opponent_the_base_misdescribes_and_not_otherwise():
     config = _config()
     key = jax.random.key(1)
@@ -113,6 +115,7 @@ def test_evidence_rises_for_an_opponent_the_base_misdescribes_and_not_otherwise(
     assert float(residual_weight(plain)) < 0.5
 
 
+@pytest.mark.slow
 def test_the_buffer_keeps_the_latest_capacity_moves():
     config = _config(capacity=4)
     state = init_online_residual(config)
@@ -158,6 +161,7 @@ def test_bad_features_are_refused(features, words):
         _config(features_fn=features)
 
 
+@pytest.mark.slow
 def test_features_carry_a_rule_the_raw_observation_does_not():
     """An opponent that moves by the sign of ``o0 * o1`` (no linear function of
     ``o`` predicts it): the correction on ``[o, o0 * o1]`` learns it from 100
@@ -212,6 +216,7 @@ def _observe_all(config, obs, actions, base_logits, n):
     return state
 
 
+@pytest.mark.slow
 def test_reweighing_discounts_a_confident_base_that_misleads():
     """A base confident and wrong in a way no linear term of the observation
     cancels (its logits a sine of it); the opponent's move is linear in it. With
@@ -316,6 +321,7 @@ def _intent_model():
     return model, IntentModelParams(params, jnp.array([0.25, 0.75]))
 
 
+@pytest.mark.slow
 def test_intent_predictive_averages_the_intent_out():
     model, params = _intent_model()
     obs = (jnp.zeros((2, 5)), jax.random.normal(jax.random.key(4), (1, D)))

@@ -126,6 +126,7 @@ def test_member_logits_is_one_entry_of_the_population_logits(clones):
     np.testing.assert_allclose(one, every[:, 1, 2], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sizes", [(64, 64), (64, 96)], ids=["vmapped", "one-by-one"])
 def test_fit_population_equals_cloning_each_member_alone(sizes):
     config = P.PopulationConfig(
@@ -160,6 +161,7 @@ def test_fit_population_equals_cloning_each_member_alone(sizes):
         np.testing.assert_allclose(metrics[m].loss, alone_metrics.loss, rtol=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sizes", [(64, 64), (64, 96)], ids=["vmapped", "one-by-one"])
 def test_pooled_member_is_one_more_clone_of_every_members_data(sizes):
     config = P.PopulationConfig(
@@ -187,6 +189,7 @@ def test_pooled_member_is_one_more_clone_of_every_members_data(sizes):
     np.testing.assert_allclose(metrics[2].loss, alone_metrics.loss, rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_pooled_member_predicts_an_unseen_member_better_than_any_one_clone():
     # Fitted on members 0 and 1; member 2 (unseen) prefers, in every (state,
     # intent), an action neither of them prefers. Exactly, a member's policy gives
@@ -277,6 +280,7 @@ def test_episode_log_likelihoods_sum_each_episodes_moves(clones):
         )
 
 
+@pytest.mark.slow
 def test_intents_are_found_from_a_rough_first_guess():
     """A first guess right for 60% of the episodes (the rest drawn at random):
     EM relabels them from the moves, within 3 points of the best any labeller
@@ -332,6 +336,7 @@ def test_belief_concentrates_on_the_true_intent_and_member(clones):
         assert int(state.steps) == 60 == int(state.episode_steps)
 
 
+@pytest.mark.slow
 def test_style_carries_across_episodes_and_the_intent_resets(clones):
     params, _ = clones
     intent_prior = jnp.array([0.25, 0.75])
@@ -568,6 +573,7 @@ def intent_planning():
     return env, env_params, predator, config, clone_params, own, state
 
 
+@pytest.mark.slow
 def test_population_model_hides_the_true_intent_and_samples_the_belief(
     intent_planning,
 ):
@@ -646,6 +652,7 @@ def clone_told(config, intent):
 SURE = jnp.zeros((4, 3)).at[3, 1].set(1.0)  # intent 3, member 1
 
 
+@pytest.mark.slow
 def test_lookahead_plans_with_the_population_model_under_jit(intent_planning):
     env, env_params, predator, config, clone_params, own, state = intent_planning
     lookahead = LookaheadConfig(num_rollouts=2, horizon=3)
@@ -702,6 +709,7 @@ def test_lookahead_plans_with_the_population_model_under_jit(intent_planning):
     assert not np.allclose(batched.scores[0], batched.scores[1])
 
 
+@pytest.mark.slow
 def test_tree_search_with_a_sure_belief_searches_as_that_clone(intent_planning):
     env, env_params, predator, config, clone_params, own, state = intent_planning
     search = MCTSConfig(num_simulations=16, num_particles=2, leaf_horizon=1)
@@ -723,6 +731,7 @@ def test_tree_search_with_a_sure_belief_searches_as_that_clone(intent_planning):
     assert int(believed.visit_counts.sum()) == 16
 
 
+@pytest.mark.slow
 def test_a_fallback_model_plays_when_none_fits(intent_planning):
     env, env_params, predator, config, clone_params, own, state = intent_planning
     # The fallback: member 0 told intent 2, as a plain model of its own.

@@ -173,6 +173,7 @@ def near_prey_state(states, index, step):
     [(True, 1, True, (0, 23), range(15)), (False, 2, False, (0,), range(5, 10))],
     ids=["deterministic-opponent", "sampled-opponent-independent-keys"],
 )
+@pytest.mark.slow
 def test_scores_equal_a_hand_computed_rollout(
     tag, greedy_opponent, num_rollouts, common, steps, candidates
 ):
@@ -227,6 +228,7 @@ def capture_state(states):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["per_agent", "joint"])
 def test_planner_finds_a_certain_capture(tag, mode):
     env, env_params, predator, _, weights, _, states = tag
@@ -277,6 +279,7 @@ def sampled_planners(tag):
     return planners
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["per_agent", "joint"])
 def test_actions_are_always_valid_and_keys_repeat(tag, sampled_planners, mode):
     *_, obs, states = tag
@@ -325,6 +328,7 @@ def test_own_head_read_in_the_q_pass_equals_a_separate_head(tag, sampled_planner
     np.testing.assert_array_equal(shared.actions, separate.actions)
 
 
+@pytest.mark.slow
 def test_batch_elements_are_independent(tag, sampled_planners):
     env, env_params, predator, _, weights, obs, states = tag
     planner = sampled_planners["joint"]
@@ -359,6 +363,7 @@ def test_batch_elements_are_independent(tag, sampled_planners):
     np.testing.assert_array_equal(changed.actions[1:], batch.actions[1:])
 
 
+@pytest.mark.slow
 def test_the_root_step_runs_no_own_network_and_one_opponent_move_per_rollout(tag):
     """The root step plays the candidate (no own network) and draws the opponents'
     move once, not once per candidate. At ``H = 3`` without a leaf the last step's
@@ -413,6 +418,7 @@ def test_the_root_step_runs_no_own_network_and_one_opponent_move_per_rollout(tag
     )
 
 
+@pytest.mark.slow
 def test_modes_agree_with_one_planning_agent():
     env, env_params = make("tag", num_predators=1)
     predator, prey = q_spec(1, 12), q_spec(1, 10)
@@ -511,6 +517,7 @@ def test_intent_model_puts_the_sampled_intent_in_the_prey_observation(intent_gam
     assert counts[1] == counts[3] == 0 and abs(counts[0] - 1000) < 100
 
 
+@pytest.mark.slow
 def test_intent_planner_with_a_sure_belief_equals_the_prey_told_that_intent(
     intent_game,
 ):

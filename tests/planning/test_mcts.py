@@ -124,6 +124,7 @@ STILL = np.where(np.arange(5) == 0, 0.0, -np.inf)[None].repeat(4, 0)  # [K, 5]
 FLAT = np.full((4,), 0.25)
 
 
+@pytest.mark.slow
 def test_first_visits_equal_the_lookahead_scores(searched):
     """With a still prey nothing is random: each root action's Q-value ``r_0 +
     gamma v`` (``v``: the ``L``-step greedy rollout and the leaf) is the joint
@@ -313,6 +314,7 @@ def searching_predator(intent_setup):
     return player, player_params
 
 
+@pytest.mark.slow
 def test_intent_predator_plays_episodes_with_the_search(intent_setup):
     """The search as the Exp 6 planner: whole episodes under jit, vmapped over
     games (the tournament's layout); the same key replays the same episode."""
@@ -337,6 +339,7 @@ def test_intent_predator_plays_episodes_with_the_search(intent_setup):
     np.testing.assert_array_equal(captures[2], captures[0])
 
 
+@pytest.mark.slow
 def test_a_spread_tournament_plays_the_search_with_one_devices_numbers(
     intent_setup,
 ):
@@ -378,6 +381,7 @@ def test_a_spread_tournament_plays_the_search_with_one_devices_numbers(
     np.testing.assert_array_equal(played.returns[0, 0, 0], np.asarray(alone.returns))
 
 
+@pytest.mark.slow
 def test_a_one_device_tournament_plays_the_search_beside_the_other_rows(
     intent_setup, monkeypatch
 ):

@@ -40,6 +40,7 @@ def _planner(game, **model):  # noqa: F811
     return LookaheadPlayer(game, "predator", lookahead, opponent, SPEC)
 
 
+@pytest.mark.slow
 def test_it_plans_with_the_belief_it_observes(game):  # noqa: F811
     params = game.default_params
     obs, state = game.reset(jax.random.key(0), params)

@@ -221,6 +221,7 @@ def _play_match(player, player_params, env, params, prey_spec, prey, T):
     return carries, obs_log, action_log, step_log
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("threats", [False, True])
 def test_the_online_correction_equals_the_offline_one_across_a_match(threats):
     """The fallback's correction the player carries at every step of two episodes

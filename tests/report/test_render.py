@@ -281,6 +281,7 @@ def test_render_episode_one_frame_per_state_with_beliefs():
         np.testing.assert_array_equal(frame, expected)
 
 
+@pytest.mark.slow
 def test_episode_gif_round_trips(tmp_path):
     env, params = make("tag_intent")
     params = params.replace(max_steps=jnp.int32(5))

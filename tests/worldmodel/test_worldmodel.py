@@ -130,6 +130,7 @@ def test_configs_round_trip_through_dicts():
         config_from_dict({"kind": "ssm", "num_agents": 2, "depth": 3})
 
 
+@pytest.mark.slow
 def test_training_data_too_short_is_refused(episodes):
     train, _ = episodes
     config = SSMConfig(num_agents=N, rollout_steps=30)
@@ -183,6 +184,7 @@ def _mean_state_rmse(train, test):
     return float(jnp.sqrt(jnp.mean(jnp.sum(gap**2, -1))))
 
 
+@pytest.mark.slow
 def test_training_the_ensemble_beats_standing_still(trained, episodes):
     _, test = episodes
     config, params, metrics = trained["ssm"]
@@ -194,6 +196,7 @@ def test_training_the_ensemble_beats_standing_still(trained, episodes):
     assert one_step < 0.25 * constant, (one_step, constant)
 
 
+@pytest.mark.slow
 def test_training_the_jepa_lowers_its_losses_and_reads_positions(trained, episodes):
     """The JEPA's prediction and readout losses fall, and its decoded positions
     beat the untrained model and the data's mean state by far."""
@@ -237,6 +240,7 @@ def test_ensemble_members_differ_and_sampling_reports_disagreement(trained, game
         dynamics_of(config, "max")
 
 
+@pytest.mark.slow
 def test_a_sampled_member_is_computed_alone_with_the_ensembles_numbers(trained, game):
     """``"sample"`` steps with the drawn member's network: the ensemble's
     prediction of that member (to float rounding: XLA may fuse the members'
@@ -413,6 +417,7 @@ def planners(game):
     return predator, prey, lookahead_params, state, obs[PREDATOR]
 
 
+@pytest.mark.slow
 def test_planner_through_the_true_physics_scores_as_through_the_game(game, planners):
     env, params = game
     predator, prey, lookahead_params, state, obs = planners
@@ -435,6 +440,7 @@ def test_planner_through_the_true_physics_scores_as_through_the_game(game, plann
     np.testing.assert_array_equal(through.actions, real.actions)
 
 
+@pytest.mark.slow
 def test_planner_rolls_through_a_learned_model_with_a_seed_axis(
     trained, game, planners
 ):

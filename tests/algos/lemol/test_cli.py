@@ -125,6 +125,7 @@ def test_bad_flag_values_exit_2_without_traceback(capsys):
     )
 
 
+@pytest.mark.slow
 def test_a_small_run_writes_metrics_experience_and_model(small_run):
     run, saved = small_run / "run", small_run / "lemol"
     assert json.loads((run / "config.json").read_text()) == SMALL.to_dict()

@@ -81,6 +81,7 @@ def test_prediction_scores_by_hand():
     assert "om_accuracy" not in scores
 
 
+@pytest.mark.slow
 def test_opponent_model_beats_a_uniform_predictor(small_run):
     """Online predictions of each fresh opponent's moves (made by the model
     trained on earlier cycles): chance in cycle 0 (an untrained model, opponents

@@ -127,6 +127,7 @@ def _window_means(values, windows=10):
     return np.array([np.nanmean(w, 1) for w in np.array_split(values, windows, 1)]).T
 
 
+@pytest.mark.slow
 def test_maddpg_learns_push_past_random_play(maddpg_run):
     """The good agent's return (minus its summed distance to the goal) over the
     last tenth of the run beats random play by a wide margin (trained runs reach
@@ -140,6 +141,7 @@ def test_maddpg_learns_push_past_random_play(maddpg_run):
     assert np.isfinite(critic_losses[:, -1]).all()
 
 
+@pytest.mark.slow
 def test_m3ddpg_without_perturbation_is_maddpg(maddpg_run):
     """adv_eps = adv_eps_s = 0: the worst-case step leaves every replayed action
     exactly as it was, and from the trained agents and their replay buffer 20

@@ -77,6 +77,7 @@ def leaves_differ(a, b):
     )
 
 
+@pytest.mark.slow
 def test_each_config_field_changes_the_computation():
     """Every SampledConfig field the CLI sets changes what a tiny learner computes."""
     key = jax.random.key(0)
@@ -146,6 +147,7 @@ def test_each_config_field_changes_the_computation():
     # n_update is the number of updates of a run: see the CLI test below.
 
 
+@pytest.mark.slow
 def test_cli_run_flags(tmp_path, capsys):
     argv = [
         "pola",
@@ -275,6 +277,7 @@ def test_exact_method_flags_and_errors(capsys):
         assert capsys.readouterr().err.startswith("mopa: error:")
 
 
+@pytest.mark.slow
 def test_exact_run_flags(capsys):
     argv = [
         "pola-exact",

@@ -51,6 +51,7 @@ def assert_within_sampling_error(samples, target):
     np.testing.assert_array_less(np.abs(mean - np.asarray(target)), 4 * se + 0.02)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seat", [0, 1])
 def test_dice_gradient_matches_exact_gradient(seat):
     learner = sampled_learner()
@@ -67,6 +68,7 @@ def test_dice_gradient_matches_exact_gradient(seat):
     assert_within_sampling_error(samples, target)
 
 
+@pytest.mark.slow
 def test_lola_dice_second_order_update_matches_exact_lola():
     learner = sampled_learner(lr_in=1.0)
     config = exact_config(lr_inner=1.0)
@@ -119,6 +121,7 @@ def test_loaded_dice_first_order_gradient_is_the_policy_gradient():
     assert float(objective(theta)) == 0.0
 
 
+@pytest.mark.slow
 def test_lola_dice_updates_are_mirrored_when_the_agents_swap_seats():
     learner = sampled_learner(lr_in=1.0)
     mirror = jnp.asarray(MIRROR_STATES)
@@ -138,6 +141,7 @@ def test_lola_dice_updates_are_mirrored_when_the_agents_swap_seats():
     assert_within_sampling_error(samples_1 - samples_0, np.zeros(5))
 
 
+@pytest.mark.slow
 def test_both_critics_and_policies_learn_in_a_joint_update():
     # The reference lost agent 2's critic gradient and used agent 2's stale
     # parameters after its first lookahead step; both must move here.

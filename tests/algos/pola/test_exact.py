@@ -34,6 +34,7 @@ def initial_pair(config, seed=0):
     [(m, "tabular") for m in exact.METHODS]
     + [(m, p) for m in ("lola", "pola") for p in ("mlp", "precond")],
 )
+@pytest.mark.slow
 def test_swapping_the_agents_mirrors_the_updates(method, policy):
     config = exact.ExactConfig(method=method, policy=policy, **SETTINGS[method])
     theta_1, theta_2 = initial_pair(config)
@@ -65,6 +66,7 @@ def test_mirror_params_plays_the_other_seat(policy):
     )
 
 
+@pytest.mark.slow
 def test_lola_gradient_matches_finite_differences_through_the_opponent_step():
     config = exact.ExactConfig(method="lola", lr_inner=2.0)
     theta_1 = jnp.array([0.3, -0.5, 0.8, 1.0, 0.2])
@@ -107,6 +109,7 @@ def test_taylor_lola_agrees_with_actual_update_to_first_order():
     assert gaps[1] / gaps[0] == pytest.approx(0.25, abs=0.06)
 
 
+@pytest.mark.slow
 def test_pola_reaches_a_fixed_point_of_the_proximal_objective():
     config = exact.ExactConfig(
         method="pola", lr_inner=1.0, lr_outer=0.1, outer_beta=1.0
@@ -156,6 +159,7 @@ def test_tft_criterion():
     assert bool(exact.is_tft(tft.at[0, 1].set(0.5), good, config))
 
 
+@pytest.mark.slow
 def test_lola_tabular_finds_tft_and_naive_learning_does_not():
     keys = jax.random.split(jax.random.key(0), 4)
     lola = exact.ExactConfig(method="lola", lr_inner=3.0, lr_outer=25.0, num_epochs=20)
