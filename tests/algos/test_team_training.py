@@ -37,6 +37,7 @@ def oa_iql_signal():
     return run_training(config, game=signal_game())
 
 
+@pytest.mark.slow
 def test_iql_reaches_a_fixed_return_on_a_tiny_game(oa_iql_signal):
     final = oa_iql_signal.summary["final"]
     # Epsilon ends at 0.05: the expected return of a perfect greedy learner is

@@ -117,6 +117,7 @@ def test_every_page_loads_without_console_errors(site, browsing):
     assert errors == []
 
 
+@pytest.mark.slow
 def test_the_search_finds_a_known_api_name(browsing):
     base, tab, errors = browsing
     visit(tab, base)

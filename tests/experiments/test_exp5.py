@@ -73,6 +73,7 @@ def test_quick_run_writes_results_markdown_and_plots(quick_run):
     assert "brittleness drop" in markdown and "steering rate" in markdown
 
 
+@pytest.mark.slow
 def test_results_have_the_issue_schema(quick_run):
     results = json.loads((quick_run / "results.json").read_text())
 

@@ -151,6 +151,7 @@ def test_a_small_run_writes_metrics_experience_and_model(small_run):
     assert leaves and all(leaf.shape[0] == 2 for leaf in leaves)  # seeds
 
 
+@pytest.mark.slow
 def test_an_existing_run_folder_is_refused(small_run, capsys):
     assert main(["lemol", "--dry_run", "--out", str(small_run / "run")]) == 2
     assert "holds a run" in capsys.readouterr().err

@@ -208,6 +208,7 @@ def test_cli_run_flags(tmp_path, capsys):
     assert not any(p.name.startswith("checkpoint") for p in (tmp_path / "b").iterdir())
 
 
+@pytest.mark.slow
 def test_cli_ctrl_c_saves_the_updates_done(tmp_path, capsys, monkeypatch):
     import signal
 
