@@ -468,6 +468,5 @@ def save_blue(path: str | Path, spec: PolicySpec, params: Any) -> Path:
 def load_blue(path: str | Path) -> tuple[PolicySpec, Any]:
     """``(spec, params)`` of the Blue :func:`save_blue` wrote."""
     data = read_msgpack(Path(path), BLUE_FORMAT)
-    fields = json.loads(data["spec"])
-    spec = PolicySpec.from_dict({**fields, "hidden": tuple(fields["hidden"])})
+    spec = PolicySpec.from_dict(json.loads(data["spec"]))
     return spec, jax.tree.map(jnp.asarray, data["params"])
