@@ -271,3 +271,58 @@ def test_config_validation():
         bc.make_train(bc.BCConfig(num_actions=2, batch_size=64))(
             jax.random.key(0), jnp.zeros((10, 3)), jnp.zeros(10, jnp.int32)
         )
+
+
+def test_steering_sweep_is_steering_rate_in_every_cell():
+    """The sweep's cell (length, game, seed) is :func:`bc.steering_rate` against
+    that seed of that game's first team at that length, with the cell's key; a
+    refusal names a missing opponent."""
+    from mopa.envs import make
+    from mopa.policy import PolicySpec, init_params
+
+    games = [make("tag_balanced", resource_placement=p) for p in ("circle", "corners")]
+    env, _ = games[0]
+    spec = PolicySpec(
+        kind="actor",
+        num_agents=env.team_sizes[0],
+        obs_size=env.observation_space(0).shape[-1],
+        num_actions=int(env.action_space(0).n),
+        hidden=(8,),
+    )
+    stacked = jax.vmap(lambda k: init_params(spec, k))(
+        jax.random.split(jax.random.key(0), 3)
+    )
+    config = bc.BCConfig(num_actions=int(env.action_space(1).n), hidden=(8,))
+    obs_size = env.observation_space(1).shape[-1]
+    clone = bc.init_bc_params(config, jax.random.key(1), obs_size, 2)
+    z_a, z_b = jnp.eye(2)
+    route_a, route_b = jnp.array([0.5, 0.0]), jnp.array([-0.5, 0.0])
+
+    def route(trajectory):
+        return jnp.mean(trajectory.state.pos[:, -1], 0)
+
+    key = jax.random.key(7)
+    sweep = bc.steering_sweep(
+        key, games, [(spec, stacked)] * 2, config, clone, z_a, z_b, route_a,
+        route_b, route, 4, [3, 6], num_seeds=2,
+    )  # fmt: skip
+    assert sweep.rates.shape == (2, 2, 2) and sweep.scores.shape == (2, 2, 2, 4)
+    for i, steps in enumerate((3, 6)):
+        for g, (game, params) in enumerate(games):
+            for s in range(2):
+                one = bc.steering_rate(
+                    jax.random.fold_in(key, 100 * g + s), game, params, config,
+                    clone, z_a, z_b, route_a, route_b, route, 1,
+                    bc.fixed_team_fn(spec, jax.tree.map(lambda x, s=s: x[s], stacked)),
+                    4, steps,
+                )  # fmt: skip
+                assert sweep.rates[i, g, s] == float(one.rate)
+                np.testing.assert_array_equal(
+                    sweep.scores[i, g, s], (one.toward_a + one.toward_b) / 2
+                )
+    np.testing.assert_allclose(sweep.rates, sweep.scores.mean(-1), atol=1e-6)
+    with pytest.raises(InvalidParameterError, match="one fixed opponent per game"):
+        bc.steering_sweep(
+            key, games, [(spec, stacked)], config, clone, z_a, z_b, route_a,
+            route_b, route, 4, [3],
+        )  # fmt: skip

@@ -351,3 +351,27 @@ def test_the_planning_prior_reaches_the_planner():
     assert not np.array_equal(moves(None, 1.0), moves(None, 30.0))
     with pytest.raises(InvalidParameterError, match="planning_prior must be in"):
         _random_population_predator(planning_prior=1.5)
+
+
+def test_population_planner_params_start_uniform_for_every_seed():
+    """Every seed's copy of the game and the clones, a uniform (intent, member)
+    belief, and with a fallback a none-fits probability of 0."""
+    from mopa.planning import population_planner_params
+
+    own = {"w": jnp.arange(6.0).reshape(3, 2)}  # 3 seeds
+    clones = {"w": jnp.ones((4, 5))}  # 4 members
+    env_params = {"speed": jnp.float32(0.5)}
+    plain = population_planner_params(env_params, own, clones, 2)
+    assert plain.own_params is own
+    np.testing.assert_array_equal(plain.env_params["speed"], [0.5] * 3)
+    assert plain.opponent_params.clone_params["w"].shape == (3, 4, 5)
+    np.testing.assert_array_equal(
+        plain.opponent_params.belief, np.full((3, 2, 4), 1 / 8)
+    )
+    assert plain.opponent_params.none_fits == ()
+    fallback = {"v": jnp.zeros((3, 7))}
+    with_fallback = population_planner_params(
+        env_params, own, clones, 2, fallback_params=fallback
+    )
+    np.testing.assert_array_equal(with_fallback.opponent_params.none_fits, [0.0] * 3)
+    assert with_fallback.opponent_params.fallback_params is fallback

@@ -25,17 +25,16 @@ from mopa.cotrain.model import read_model
 from mopa.envs import make
 from mopa.errors import InvalidParameterError
 from mopa.eval.intervals import mean_interval
-from mopa.eval.tournament import TournamentEntry, broadcast_seeds, play_tournament
+from mopa.eval.tournament import TournamentEntry, play_tournament
 from mopa.opponent.belief_game import BeliefObservation, IntentBeliefInput
 from mopa.opponent.population import member_episodes
 from mopa.planning import (
     LookaheadConfig,
-    LookaheadParams,
     LookaheadPlayer,
     ObservedBeliefPlanner,
-    PopulationModelParams,
     PopulationOpponentModel,
     StateBeliefPlanner,
+    population_planner_params,
 )
 from mopa.planning.pursuit_planners import pursuit_lookahead, pursuit_tree_search
 from mopa.players import PolicyPlayer
@@ -114,20 +113,16 @@ def planner_entry(
     intent_input = isinstance(game, IntentBeliefInput)
     simulated = game.env if intent_input else game
     planner = _planner(config, simulated, kind, spec, model, red)
-    seeds = pool_size(stacked)
-    K, M = game.population.num_intents, game.num_members
-    planner_params = LookaheadParams(
-        env_params=broadcast_seeds(params.env if intent_input else params, seeds),
-        own_params=stacked,
-        opponent_params=PopulationModelParams(
-            clone_params=broadcast_seeds(params.clones, seeds),
-            belief=broadcast_seeds(jnp.full((K, M), 1.0 / (K * M)), seeds),  # read
-        ),
+    planner_params = population_planner_params(
+        params.env if intent_input else params,
+        stacked,
+        params.clones,
+        game.population.num_intents,
     )
     if intent_input:
         return StateBeliefPlanner(planner), planner_params
     player = ObservedBeliefPlanner(
-        planner, num_members=M, padded_members=game.padded_members
+        planner, num_members=game.num_members, padded_members=game.padded_members
     )
     return player, planner_params
 

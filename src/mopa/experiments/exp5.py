@@ -439,43 +439,21 @@ def _behaviour_clone(config, algo, data_path, encoded, runs, stages) -> dict:
         predators = [
             part1.load_teams(runs[f"{algo}_{p}"]["run"])["predator"] for p in PLACEMENTS
         ]
-        num_seeds = min(
-            config.steering_predator_seeds,
-            *(int(jax.tree.leaves(stack)[0].shape[0]) for _, stack in predators),
-        )
+        games = [
+            (AutoReset(game), game_params)
+            for game, game_params in (
+                make(ENV, resource_placement=placement) for placement in PLACEMENTS
+            )
+        ]
         lengths = [n for n in config.lengths if n <= config.steering_steps]
-        by_steps, reference = {}, {}
+        sweep = bc.steering_sweep(
+            jax.random.key(config.seed + 1), games, predators, bc_config, params,
+            z_a, z_b, route_a, route_b, route_fn, config.steering_episodes, lengths,
+            num_seeds=config.steering_predator_seeds, obs_fn=strip,
+        )  # fmt: skip
+        by_steps = {n: (sweep.rates[i], sweep.scores[i]) for i, n in enumerate(lengths)}
+        reference = {}
         for num_steps in lengths:
-            rates = np.zeros((len(PLACEMENTS), num_seeds))  # [game, predator seed]
-            scores = np.zeros((len(PLACEMENTS), num_seeds, config.steering_episodes))
-            for index, placement in enumerate(PLACEMENTS):
-                game, game_params = make(ENV, resource_placement=placement)
-                spec, stack = predators[index]
-                for seed in range(num_seeds):
-                    result = bc.steering_rate(
-                        jax.random.fold_in(
-                            jax.random.key(config.seed + 1), 100 * index + seed
-                        ),
-                        AutoReset(game),
-                        game_params,
-                        bc_config,
-                        params,
-                        jnp.asarray(z_a),
-                        jnp.asarray(z_b),
-                        jnp.asarray(route_a),
-                        jnp.asarray(route_b),
-                        route_fn,
-                        1,
-                        bc.fixed_team_fn(
-                            spec, jax.tree.map(lambda x, seed=seed: x[seed], stack)
-                        ),
-                        config.steering_episodes,
-                        num_steps,
-                        strip,
-                    )
-                    rates[index, seed] = float(result.rate)
-                    scores[index, seed] = (result.toward_a + result.toward_b) / 2
-            by_steps[num_steps] = rates, scores
             routes = window_occupancy(prey, 0, num_steps, grid)
             reference[str(num_steps)] = float(
                 bc.route_separability(

@@ -72,14 +72,13 @@ from mopa.planning import (
     SCRIPTED_PREY_PLAYERS,
     IntentModelParams,
     IntentPredator,
-    LookaheadParams,
     Matches,
     OnlineResidualModel,
-    PopulationModelParams,
     PopulationOpponentModel,
     PopulationPredator,
     PreyModel,
     intent_predator_params,
+    population_planner_params,
     residual_params,
 )
 from mopa.planning import match_player as population_matches
@@ -219,18 +218,12 @@ def build_rows(config, teams: dict, clones: Any) -> dict:
         ),
         **{**population, "planning_prior": config.mcts_prior},
     )
-    pop_params = LookaheadParams(
-        env_params=broadcast_seeds(params, S),
-        own_params=belief_params,
-        opponent_params=PopulationModelParams(
-            clone_params=broadcast_seeds(clones, S),
-            belief=broadcast_seeds(jnp.full((K, M), 1.0 / (K * M)), S),
-            **(
-                dict(none_fits=jnp.zeros((S,)), fallback_params=fallback_params)
-                if config.fallback_model
-                else {}
-            ),
-        ),
+    pop_params = population_planner_params(
+        params,
+        belief_params,
+        clones,
+        K,
+        fallback_params=fallback_params if config.fallback_model else None,
     )
     own = dict(bayes_params=own_prey, rollout_prey=own_prey)
     fixed = {

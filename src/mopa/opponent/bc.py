@@ -14,6 +14,7 @@ trajectory): with ``z`` the clone can reproduce every specialist; without it (th
 * :func:`rollout_latent_policy` and :func:`steering_rate`: hold the game, the start
   states and the other teams fixed, swap ``z`` alone, and measure whether the route
   moves towards the specialist ``z`` names (the research's Exp 5 steering test);
+  :func:`steering_sweep` runs it across games, opponent seeds and route lengths;
   :func:`route_separability` applies the same criterion to the specialists' own
   routes (how well it can tell them apart at all, at a given route length);
 * :func:`bc_log_probs_fn`: the clone as an opponent model ``p(a | obs, z = k)`` for
@@ -27,12 +28,13 @@ clone is also an ordinary mopa actor policy (:func:`bc_policy_spec`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from mopa.core.checks import check_fields
@@ -467,6 +469,86 @@ def route_separability(
     toward_a = _closer(own_a, other_a, jnp.asarray(route_a))
     toward_b = _closer(other_a, own_a, jnp.asarray(route_b))
     return (jnp.mean(toward_a) + jnp.mean(toward_b)) / 2
+
+
+class SteeringSweep(NamedTuple):
+    """What :func:`steering_sweep` measured, for every route length ``L``, game
+    ``G`` and opponent seed ``S``."""
+
+    rates: np.ndarray  # [L, G, S] the steering rate of each cell
+    scores: np.ndarray  # [L, G, S, N] every episode's (toward_a + toward_b) / 2
+
+
+def steering_sweep(
+    key: jax.Array,
+    games: Sequence[tuple[Env, Any]],
+    opponents: Sequence[tuple[PolicySpec, Any]],
+    config: BCConfig,
+    params: Any,
+    z_a: jax.Array,
+    z_b: jax.Array,
+    route_a: jax.Array,
+    route_b: jax.Array,
+    route_fn: Callable[[Trajectory], jax.Array],
+    num_episodes: int,
+    steps: Sequence[int],
+    *,
+    num_seeds: int | None = None,
+    obs_fn: Callable[[jax.Array], jax.Array] | None = None,
+) -> SteeringSweep:
+    """:func:`steering_rate` of one clone (it plays the second team) in every game
+    against every seed of that game's fixed first team, at every route length.
+
+    Game ``g`` (``games[g] = (env, env_params)``; wrap ``env`` in
+    :class:`mopa.envs.wrappers.AutoReset` to play past one episode) is played
+    against ``opponents[g] = (spec, params [S, ...])``, each seed greedy
+    (:func:`fixed_team_fn`); cell ``(g, s)`` plays the key ``fold_in(key, 100 g +
+    s)`` at every length, so the lengths differ only in how far the same games go.
+
+    Args:
+        num_seeds: how many of the opponents' first seeds play (at most as many
+            as every game's opponents have, and 100; default: all of them).
+        num_episodes, steps: ``N`` games per latent in each cell, and the route
+            lengths ``L`` (steps from a reset).
+        The rest: as :func:`steering_rate`'s.
+    """
+    if len(games) != len(opponents) or not games:
+        raise InvalidParameterError(
+            f"steering_sweep needs one fixed opponent per game, got {len(games)} "
+            f"games and {len(opponents)} opponents"
+        )
+    available = min(int(jax.tree.leaves(p)[0].shape[0]) for _, p in opponents)
+    num_seeds = available if num_seeds is None else min(num_seeds, available)
+    if not 1 <= num_seeds <= 100:
+        raise InvalidParameterError(f"num_seeds must be in [1, 100], got {num_seeds}")
+    G, L = len(games), len(steps)
+    rates = np.zeros((L, G, num_seeds))
+    scores = np.zeros((L, G, num_seeds, num_episodes))
+    for i, num_steps in enumerate(steps):
+        for g, ((env, env_params), (spec, stacked)) in enumerate(
+            zip(games, opponents, strict=True)
+        ):
+            for s in range(num_seeds):
+                result = steering_rate(
+                    jax.random.fold_in(key, 100 * g + s),
+                    env,
+                    env_params,
+                    config,
+                    params,
+                    jnp.asarray(z_a),
+                    jnp.asarray(z_b),
+                    jnp.asarray(route_a),
+                    jnp.asarray(route_b),
+                    route_fn,
+                    1,
+                    fixed_team_fn(spec, jax.tree.map(lambda x, s=s: x[s], stacked)),
+                    num_episodes,
+                    int(num_steps),
+                    obs_fn,
+                )
+                rates[i, g, s] = float(result.rate)
+                scores[i, g, s] = (result.toward_a + result.toward_b) / 2
+    return SteeringSweep(rates, scores)
 
 
 def _closer(own: jax.Array, other: jax.Array, target: jax.Array) -> jax.Array:

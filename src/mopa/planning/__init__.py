@@ -80,6 +80,7 @@ from mopa.planning.population_player import (
     match_beliefs,
     match_player,
     match_residuals,
+    population_planner_params,
 )
 
 __all__ = [
@@ -105,6 +106,7 @@ __all__ = [
     "jepa_logits_fn",
     "match_beliefs",
     "match_player",
+    "population_planner_params",
     "match_residuals",
     "prefix_features",
     "FallbackLatent",

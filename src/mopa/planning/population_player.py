@@ -55,6 +55,7 @@ from mopa.core.checks import check_fraction, check_probability
 from mopa.envs.base import IntentGame
 from mopa.envs.pursuit import ACTION_DIRECTIONS, NUM_ACTIONS, PREY, PursuitEnv
 from mopa.errors import InvalidParameterError
+from mopa.eval.tournament import broadcast_seeds
 from mopa.opponent.data import generate
 from mopa.opponent.online import (
     OnlineResidualState,
@@ -84,10 +85,51 @@ from mopa.planning.mcts import MCTSPlayer
 from mopa.planning.opponents import (
     FunctionOpponentModel,
     OnlineResidualModel,
+    PopulationModelParams,
     greedy_logits,
     predictive_logits,
     residual_params,
 )
+
+
+def population_planner_params(
+    env_params: Any,
+    own_params: Any,
+    clones: Any,
+    num_intents: int,
+    *,
+    fallback_params: Any = None,
+) -> LookaheadParams:
+    """The params ``[S, ...]`` of a planner whose opponent model is a
+    :class:`~mopa.planning.PopulationOpponentModel` (a :class:`PopulationPredator`'s,
+    or one whose player supplies the belief), for ``S`` seeds of the planning team.
+
+    Args:
+        env_params: the game's params the rollouts simulate with (one copy).
+        own_params: the team's policy weights, leaves ``[S, ...]``.
+        clones: the clone library's weights, leaves ``[M, ...]`` (one copy).
+        num_intents: ``K``; the belief starts uniform over the ``K x M``
+            (intent, member) pairs (the player replaces it every step).
+        fallback_params: with a fallback model, its params ``[S, ...]`` (the
+            none-fits probability starts at 0).
+    """
+    seeds = int(jax.tree.leaves(own_params)[0].shape[0])
+    members = int(jax.tree.leaves(clones)[0].shape[0])
+    uniform = jnp.full((num_intents, members), 1.0 / (num_intents * members))
+    fallback = (
+        {}
+        if fallback_params is None
+        else dict(none_fits=jnp.zeros((seeds,)), fallback_params=fallback_params)
+    )
+    return LookaheadParams(
+        env_params=broadcast_seeds(env_params, seeds),
+        own_params=own_params,
+        opponent_params=PopulationModelParams(
+            clone_params=broadcast_seeds(clones, seeds),
+            belief=broadcast_seeds(uniform, seeds),
+            **fallback,
+        ),
+    )
 
 
 class PopulationCarry(NamedTuple):
