@@ -84,6 +84,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from mopa.algos.common import pool_size
 from mopa.algos.driver import Progress, run_training
 from mopa.algos.presets import check_recipe, recipe_preset
 from mopa.core.checkpoint import write_msgpack
@@ -92,6 +93,7 @@ from mopa.core.runinfo import run_metadata
 from mopa.envs.pursuit import INTENT_CORNERS
 from mopa.errors import InvalidParameterError
 from mopa.experiments.intent_conditions import (
+    INTENT_GAME,
     TRAIN_CONDITIONS,
     WORLD_MODELS,
     bc_config,
@@ -106,8 +108,8 @@ from mopa.experiments.intent_conditions import (
 from mopa.opponent import bc as bc_lib
 from mopa.opponent.data import (
     concatenate,
-    generate,
     load_dataset,
+    play_dataset,
     save_dataset,
 )
 from mopa.opponent.encoders import (
@@ -129,7 +131,6 @@ from mopa.opponent.intent_encoders import (
 from mopa.planning import (
     PreyModel,
 )
-from mopa.players import PolicyPlayer
 from mopa.report import intent_report
 from mopa.runs.registry import (
     profile_name,
@@ -361,41 +362,23 @@ def encoder_input_size(config: IntentConfig) -> int:
     return config.grid_size**2 + 2 * config.encoder_recent
 
 
-def _dataset(teams_folder: Path, episodes_per_seed: int, key: jax.Array) -> list:
-    """Labelled episodes of a training condition's prey against its predators,
-    one dataset per seed (``seed_index`` labels the seed)."""
-    env, params = intent_game()
-    teams = read_teams(teams_folder)
-    (pred_spec, pred_params), (prey_spec, prey_params) = (
-        teams["predator"],
-        teams["prey"],
-    )
-    players = (PolicyPlayer(pred_spec), PolicyPlayer(prey_spec))
-    num_seeds = jax.tree.leaves(pred_params)[0].shape[0]
-    parts = []
-    for s in range(num_seeds):
-        seed_params = jax.tree.map(lambda x, s=s: x[s], (pred_params, prey_params))
-        parts.append(
-            generate(
-                env,
-                params,
-                players,
-                seed_params,
-                jax.random.fold_in(key, s),
-                num_chains=episodes_per_seed,
-                seed_index=s,
-            )
-        )
-    return parts
-
-
 def encoders_stage(config: IntentConfig, belief_folder: Path, folder: Path) -> dict:
     """The encoders, their temperatures and the behaviour clones, all from one
     dataset: episodes of the prey the planners face in the paired protocol (the
     belief-condition prey of each seed) against its predators."""
     _, params = intent_game()
     key = jax.random.key(config.seed)
-    dataset = concatenate(_dataset(belief_folder, config.data_episodes_per_seed, key))
+    teams = read_teams(belief_folder)
+    dataset = play_dataset(
+        *INTENT_GAME,
+        teams,
+        key,
+        num_seeds=pool_size(teams["predator"][1]),
+        num_chains=config.data_episodes_per_seed,
+        episodes_per_chain=1,
+        policy_id=0,
+        policy_names=(),
+    )
     save_dataset(folder / "dataset.npz", dataset)
     fit, validation, test = split_episodes(dataset, config.seed)
     K = len(INTENT_CORNERS)

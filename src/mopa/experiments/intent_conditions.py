@@ -110,10 +110,15 @@ PAIRED_PREY = {
 paired protocol (the research's pairing, ``intent.md``)."""
 
 
+INTENT_GAME = ("tag_intent", {"predator_intent_obs": True})
+"""``(name, overrides)``: ``tag_intent`` with the intent input on the predators'
+observation (the true one-hot unless a player replaces it)."""
+
+
 def intent_game() -> tuple[Any, Any]:
-    """``tag_intent`` with the intent input on the predators' observation (the
-    true one-hot unless a player replaces it)."""
-    return make("tag_intent", predator_intent_obs=True)
+    """``(env, params)`` of :data:`INTENT_GAME`."""
+    name, overrides = INTENT_GAME
+    return make(name, **overrides)
 
 
 def read_teams(folder: Path) -> dict[str, tuple[PolicySpec, Any]]:
