@@ -127,7 +127,7 @@ def test_the_quick_profile_writes_the_files_and_the_schema(quick_run):
     assert set(results["criteria"]) >= {
         "lookahead_over_blind/score_vs_held_out",
         "mcts_over_blind/score_vs_population",
-        "distilled_over_lookahead/score_vs_population",
+        f"distilled_over_{QUICK.teacher}/score_vs_population",
         "distilled_over_blind/exploitability",
         "remodel_over_fit_once/score_vs_newest",
     }

@@ -129,11 +129,18 @@ def test_dagger_brings_the_student_to_the_teachers_score(game):
     assert last.score >= config.keep * target, rounds
     assert np.isnan(last.agreement)  # it stopped: no fit after it
     assert rounds[-2].agreement > 0.8
-    # The returned student is the one that met the target: on the rounds' keys
-    # it plays that score.
+    # The returned student is the one that met the target: on its round's keys it
+    # plays that score. Every round plays fresh episodes: the students' rounds
+    # start from other states than the teacher's.
     key_play, _ = jax.random.split(jax.random.key(3))
-    again = _relabel(game, 0.0, student, episodes=8, key=key_play)
+    again = _relabel(
+        game, 0.0, student, episodes=8, key=jax.random.fold_in(key_play, last.round)
+    )
     np.testing.assert_allclose(again.score.mean(), last.score)
+    first = _relabel(
+        game, 0.0, student, episodes=8, key=jax.random.fold_in(key_play, 0)
+    )
+    assert not np.allclose(first.obs[:, 0], again.obs[:, 0])
 
 
 def test_bad_rounds_are_named(game):

@@ -71,6 +71,7 @@ BATTALION = CotrainConfig(
     eval_episodes=8,
     planner_episodes=4,
     planners=("lookahead",),
+    teacher="lookahead",
     planner_joint=False,
     planner_rollouts=4,
     planner_horizon=4,

@@ -16,9 +16,11 @@ student reaches, adds those labels to everything gathered so far and refits:
   stop once it keeps ``keep`` of the teacher's score, else aggregate and refit.
 
 The student is an actor network (:func:`mopa.policy.fit_actor`, cross-entropy on
-the teacher's moves), refitted from its last weights each round. Every round
-plays the same episode keys, so the student's and the teacher's scores are
-compared on the same starting states and opponents.
+the teacher's moves), refitted from its last weights each round. Every round plays
+fresh episodes (its own keys): a student scored on the episodes whose states it
+was fitted to can replay the teacher's moves there and flatter itself, so each
+round's score is of a student that has never seen those episodes' states, beside
+the teacher's score on episodes of the same draw.
 
 :func:`relabel_episodes` plays one round (every step: the teacher's move as the
 label, the student's or, with probability ``teacher_share``, the teacher's move
@@ -237,7 +239,7 @@ class DaggerRound(NamedTuple):
     """Labelled steps gathered so far (every agent's, all rounds)."""
     score: float
     """Mean score of the round's episodes (round 0: the teacher's; then the
-    student's of the previous fit)."""
+    student's of the previous fit, on episodes it was not fitted to)."""
     agreement: float
     """Share of the aggregated labels the fitted student's greedy move matches
     (after this round's fit; NaN for the round that stopped)."""
@@ -270,7 +272,7 @@ def dagger(
         teacher, teacher_params: the planner and its params (one seed).
         opponent, opponent_params: the other team's player and its members'
             params ``[P, ...]`` (see :func:`relabel_episodes`).
-        key: every round plays the same episode keys from it.
+        key: round ``r`` plays the episodes of ``fold_in(split(key)[0], r)``.
         score_key: the game's total that scores the team.
 
     Returns:
@@ -284,7 +286,7 @@ def dagger(
     key_play, key_fit = jax.random.split(key)
     student = PolicyPlayer(student_spec, greedy=True)
 
-    def play(weights, share):
+    def play(weights, share, r):
         return relabel_episodes(
             env,
             params,
@@ -295,7 +297,7 @@ def dagger(
             teacher_params,
             opponent,
             opponent_params,
-            key_play,
+            jax.random.fold_in(key_play, r),
             episodes=config.episodes,
             teacher_share=share,
             score_key=score_key,
@@ -307,7 +309,7 @@ def dagger(
     best = (-np.inf, student_params)
     for r in range(config.max_rounds + 1):
         share = 1.0 if r == 0 else 0.0
-        played = play(weights, share)
+        played = play(weights, share, r)
         score = float(played.score.mean())
         if r == 0:
             target = score
