@@ -174,6 +174,12 @@ def test_criteria_decide_as_worked_out_by_hand():
     assert docs.Under(docs.mean("a"), "a", apart=False).met(c, RESULTS)
     flag = docs.Value("flag").read(RESULTS)
     assert flag.text == "yes" and docs.IsTrue().met(flag, RESULTS)
+    # A recorded finding holds whatever the claim's own figure; every one of AllOf.
+    assert docs.Recorded("flag", "flagged").met(b, RESULTS)
+    assert not docs.Recorded("a.mean", "a is true").met(a, RESULTS)  # 3.0, no bool
+    both = docs.AllOf((docs.AtLeast(3.0), docs.Recorded("flag", "flagged")))
+    assert both.met(a, RESULTS) and not both.met(b, RESULTS)
+    assert both.text == ">= 3, flagged"
 
 
 def test_placeholders_render_values_and_name_what_is_missing():

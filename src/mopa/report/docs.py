@@ -330,6 +330,32 @@ class IsTrue:
 
 
 @dataclasses.dataclass(frozen=True)
+class Recorded:
+    """A finding the results record as a boolean at ``path`` holds (e.g. two
+    figures' intervals are apart), whatever the claim's own figure."""
+
+    path: str
+    text: str
+
+    def met(self, reading: Reading, results: Any) -> bool:
+        return lookup(results, self.path) is True
+
+
+@dataclasses.dataclass(frozen=True)
+class AllOf:
+    """Every one of ``criteria`` holds."""
+
+    criteria: tuple[Criterion, ...]
+
+    @property
+    def text(self) -> str:
+        return ", ".join(c.text for c in self.criteria)
+
+    def met(self, reading: Reading, results: Any) -> bool:
+        return all(c.met(reading, results) for c in self.criteria)
+
+
+@dataclasses.dataclass(frozen=True)
 class Claim:
     """One headline claim of an experiment, as RESULTS.md's summary lists it.
 
