@@ -375,3 +375,34 @@ def test_population_planner_params_start_uniform_for_every_seed():
     )
     np.testing.assert_array_equal(with_fallback.opponent_params.none_fits, [0.0] * 3)
     assert with_fallback.opponent_params.fallback_params is fallback
+
+
+def test_match_summary_reads_the_belief_through_every_match():
+    """Two matches of three two-step episodes: the belief before any move (every
+    member alike, intent 0 the argmax), so the largest member probability is 1/M,
+    the none-fits probability the prior's and the intent right where it is 0; the
+    pooled summary of one opponent is its own."""
+    from mopa.opponent.population import init_population_belief
+    from mopa.planning import Matches, match_summary, pooled_match_summary
+
+    C, M, T, K, members = 2, 3, 2, 2, 4
+    start = init_population_belief(K, members, fallback_prior=0.2)
+    beliefs = jax.tree.map(lambda x: jnp.broadcast_to(x, (C, M * T, *x.shape)), start)
+    intents = np.array([[0, 1, 0, 0, 1, 1], [1, 1, 1, 1, 0, 0]])
+    captures = np.array([[1.0, 2.0, 3.0], [0.0, 2.0, 2.0]])
+    summary = match_summary(Matches(captures, beliefs, intents, None), M)
+    assert summary["num_matches"] == C
+    assert [e["mean"] for e in summary["captures_by_episode"]] == [0.5, 2.0, 2.5]
+    np.testing.assert_allclose(summary["top_member_by_episode_end"], [0.25] * M)
+    np.testing.assert_allclose(
+        summary["none_fits_by_episode_end"], [0.2] * M, rtol=1e-5
+    )
+    assert summary["none_fits_flagged_share"] == 0.0
+    # step 0 of each episode: intents 0, 0, 1, 1 / 1, 1, 0, ...: right where 0
+    right = (intents == 0).reshape(C, M, T).mean((0, 1))
+    np.testing.assert_allclose(summary["intent_accuracy_by_step"], right)
+    assert "residual_weight_by_episode_end" not in summary
+    pooled = pooled_match_summary([summary])
+    assert {k: v for k, v in pooled.items() if k != "raw"} == {
+        k: v for k, v in summary.items() if k != "raw"
+    }

@@ -45,7 +45,6 @@ from mopa.core.files import write_json
 from mopa.envs.pursuit import NUM_ACTIONS, PREY, PursuitEnv
 from mopa.errors import InvalidParameterError
 from mopa.eval.protocol import (
-    match_stats,
     opponent_means,
     play_rows,
     pooled_table,
@@ -60,13 +59,9 @@ from mopa.experiments.intent_conditions import (
 from mopa.opponent.online import (
     OnlineResidualConfig,
     init_online_residual,
-    residual_weight,
 )
 from mopa.opponent.population import (
-    intent_belief,
     load_clones,
-    member_belief,
-    none_fits_probability,
 )
 from mopa.planning import (
     SCRIPTED_PREY_PLAYERS,
@@ -78,6 +73,8 @@ from mopa.planning import (
     PopulationPredator,
     PreyModel,
     intent_predator_params,
+    match_summary,
+    pooled_match_summary,
     population_planner_params,
     residual_params,
 )
@@ -383,33 +380,14 @@ def match_player(
 
 def adaptation_stage(config, teams: dict, clone_folder: Path, folder: Path, progress):
     """Matches of ``population_planner`` against every held-out prey and every
-    out-of-family prey: captures by episode, and the belief through the match."""
-    M = config.match_episodes
+    out-of-family prey: captures by episode, and the belief through the match
+    (:func:`mopa.planning.match_summary`)."""
     play = match_player(config, teams, load_clones(clone_folder / "clones.msgpack"))
     out = {}
     for name in [*config.held_out_prey, *config.out_of_family]:
         progress(f"[adaptation] matches vs {name}")
-        captures, states, intents, residuals = play(name)
-        C = captures.shape[0]
-        flat = jax.vmap(jax.vmap(none_fits_probability))(states)
-        top = jnp.max(jax.vmap(jax.vmap(member_belief))(states), -1)
-        guess = jnp.argmax(jax.vmap(jax.vmap(intent_belief))(states), -1)
-        out[name] = _match_summary(
-            captures,
-            np.asarray(flat).reshape(C, M, -1),
-            np.asarray(top).reshape(C, M, -1),
-            (np.asarray(guess) == intents).reshape(C, M, -1),
-        )
-        if residuals is not None:
-            weight = jax.vmap(jax.vmap(residual_weight))(residuals)
-            out[name]["residual_weight_by_episode_end"] = (
-                np.asarray(weight).reshape(C, M, -1)[:, :, -1].mean(0).tolist()
-            )
-    held_out = {
-        key: np.concatenate([out[n]["raw"][key] for n in config.held_out_prey])
-        for key in ("captures", "none_fits", "top_member", "intent_right")
-    }
-    pooled = _match_summary(*held_out.values())
+        out[name] = match_summary(play(name), config.match_episodes)
+    pooled = pooled_match_summary([out[n] for n in config.held_out_prey])
     write_json(
         folder / "matches.json",
         {n: {k: v.tolist() for k, v in out[n]["raw"].items()} for n in out},
@@ -417,26 +395,4 @@ def adaptation_stage(config, teams: dict, clone_folder: Path, folder: Path, prog
     return {
         "held_out": {k: v for k, v in pooled.items() if k != "raw"},
         "per_prey": {n: {k: v for k, v in out[n].items() if k != "raw"} for n in out},
-    }
-
-
-def _match_summary(captures, none_fits, top_member, intent_right) -> dict:
-    """Statistics of matches (:func:`~mopa.eval.protocol.match_stats` of
-    ``captures [C, M]``), and per step ``[C, M, T]`` the none-fits probability,
-    the largest member probability and whether the intent marginal's argmax was
-    the true intent."""
-    return {
-        **match_stats(captures),
-        "none_fits_by_episode_end": none_fits[:, :, -1].mean(0).tolist(),
-        "none_fits_by_step_first_episode": none_fits[:, 0].mean(0).tolist(),
-        "none_fits_flagged_share": float(np.mean(none_fits[:, :, -1] >= 0.5)),
-        "top_member_by_episode_end": top_member[:, :, -1].mean(0).tolist(),
-        "top_member_by_step_first_episode": top_member[:, 0].mean(0).tolist(),
-        "intent_accuracy_by_step": intent_right.mean((0, 1)).tolist(),
-        "raw": {
-            "captures": captures,
-            "none_fits": none_fits,
-            "top_member": top_member,
-            "intent_right": intent_right,
-        },
     }

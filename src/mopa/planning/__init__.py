@@ -80,6 +80,8 @@ from mopa.planning.population_player import (
     match_beliefs,
     match_player,
     match_residuals,
+    match_summary,
+    pooled_match_summary,
     population_planner_params,
 )
 
@@ -106,6 +108,8 @@ __all__ = [
     "jepa_logits_fn",
     "match_beliefs",
     "match_player",
+    "match_summary",
+    "pooled_match_summary",
     "population_planner_params",
     "match_residuals",
     "prefix_features",

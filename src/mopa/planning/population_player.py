@@ -55,12 +55,14 @@ from mopa.core.checks import check_fraction, check_probability
 from mopa.envs.base import IntentGame
 from mopa.envs.pursuit import ACTION_DIRECTIONS, NUM_ACTIONS, PREY, PursuitEnv
 from mopa.errors import InvalidParameterError
+from mopa.eval.protocol import match_stats
 from mopa.eval.tournament import broadcast_seeds
 from mopa.opponent.data import generate
 from mopa.opponent.online import (
     OnlineResidualState,
     init_online_residual,
     observe_residual,
+    residual_weight,
 )
 from mopa.opponent.population import (
     DEFAULT_EPSILON,
@@ -70,6 +72,8 @@ from mopa.opponent.population import (
     init_population_belief,
     intent_belief,
     joint_belief,
+    member_belief,
+    none_fits_probability,
     observe_opponent,
     planner_belief,
     reset_intent,
@@ -502,6 +506,66 @@ def match_player(
         )
 
     return play
+
+
+MATCH_TRACES = ("captures", "none_fits", "top_member", "intent_right")
+"""The arrays of a :func:`match_summary`'s ``raw``: ``captures [C, M]`` and, per
+step ``[C, M, T]``, the none-fits probability, the largest member probability and
+whether the intent marginal's argmax was the opponent's intent."""
+
+
+def match_summary(matches: Matches, episodes_per_match: int) -> dict[str, Any]:
+    """What a population planner's :class:`Matches` show: the captures'
+    :func:`~mopa.eval.protocol.match_stats`, and how the belief moves through a
+    match (the none-fits probability and the largest member probability at each
+    episode's end and through the first episode, the share of matches ending with
+    none fits, the intent's accuracy by step), with the online correction's weight
+    at each episode's end when there is one. ``raw`` holds :data:`MATCH_TRACES`
+    (pool several opponents' with :func:`pooled_match_summary`)."""
+    C, M = matches.captures.shape[0], episodes_per_match
+
+    def per_step(values: Any) -> np.ndarray:
+        return np.asarray(values).reshape(C, M, -1)
+
+    states = matches.beliefs
+    guess = jnp.argmax(jax.vmap(jax.vmap(intent_belief))(states), -1)
+    summary = _match_traces(
+        matches.captures,
+        per_step(jax.vmap(jax.vmap(none_fits_probability))(states)),
+        per_step(jnp.max(jax.vmap(jax.vmap(member_belief))(states), -1)),
+        per_step(np.asarray(guess) == matches.intents),
+    )
+    if matches.residuals is not None:
+        weight = per_step(jax.vmap(jax.vmap(residual_weight))(matches.residuals))
+        summary["residual_weight_by_episode_end"] = weight[:, :, -1].mean(0).tolist()
+    return summary
+
+
+def pooled_match_summary(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """:func:`match_summary` of the matches of several opponents together (their
+    ``raw`` arrays concatenated; no correction's weight)."""
+    return _match_traces(
+        *(np.concatenate([s["raw"][k] for s in summaries]) for k in MATCH_TRACES)
+    )
+
+
+def _match_traces(captures, none_fits, top_member, intent_right) -> dict[str, Any]:
+    return {
+        **match_stats(captures),
+        "none_fits_by_episode_end": none_fits[:, :, -1].mean(0).tolist(),
+        "none_fits_by_step_first_episode": none_fits[:, 0].mean(0).tolist(),
+        "none_fits_flagged_share": float(np.mean(none_fits[:, :, -1] >= 0.5)),
+        "top_member_by_episode_end": top_member[:, :, -1].mean(0).tolist(),
+        "top_member_by_step_first_episode": top_member[:, 0].mean(0).tolist(),
+        "intent_accuracy_by_step": intent_right.mean((0, 1)).tolist(),
+        "raw": dict(
+            zip(
+                MATCH_TRACES,
+                (captures, none_fits, top_member, intent_right),
+                strict=True,
+            )
+        ),
+    }
 
 
 def _concatenate(parts: list) -> Any:
