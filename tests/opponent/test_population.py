@@ -899,3 +899,41 @@ def test_a_clone_library_file_round_trips_and_refuses_another_format(tmp_path):
         P.load_clones(tmp_path / "other.msgpack")
     with pytest.raises(CheckpointError, match="no clones"):
         P.load_clones(tmp_path / "missing.msgpack")
+
+
+def test_held_out_report_reads_the_belief_and_the_likelihoods(clones):
+    """Episodes of members 0 and 2: the report's figures are held_out_likelihoods'
+    per move, the best clone in hindsight is one of those two, the population
+    beats the uniform model, and the intent belief learns through the episode
+    (its accuracy at the last step above the first step's)."""
+    params, _ = clones
+    rng = np.random.default_rng(3)
+    opponents = {}
+    for member in (0, 2):
+        episodes, intents = episodes_of(rng, member, 40, steps=16)
+        opponents[f"m{member}"] = (
+            jnp.asarray(episodes.obs),
+            jnp.asarray(episodes.actions),
+            intents,
+        )
+    names = ["m0", "m1", "m2"]
+    report = P.held_out_report(
+        CONFIG, params, opponents, names, epsilon=0.01, fallback_prior=0.01,
+        calibration_bins=5,
+    )  # fmt: skip
+    assert report["num_episodes"] == 80
+    assert len(report["accuracy_by_step"]) == len(report["ece_by_step"]) == 16
+    assert report["accuracy_by_step"][-1] > report["accuracy_by_step"][0]
+    ll = report["log_likelihood_per_move"]
+    _, alone_ll, each = P.held_out_likelihoods(
+        CONFIG, params, *opponents["m0"][:2], 0.01, 0.01
+    )
+    assert ll["per_prey"]["m0"]["population"] == pytest.approx(alone_ll / (40 * 16))
+    assert ll["best_clone"] in ("m0", "m2")
+    assert ll["per_clone"][ll["best_clone"]] == ll["best_single_clone"]
+    assert ll["uniform"] == pytest.approx(-np.log(A))
+    assert ll["population"] > ll["uniform"]
+    best = names.index(ll["best_clone"])
+    assert ll["per_prey"]["m0"]["best_single_clone"] == pytest.approx(
+        each[best] / (40 * 16)
+    )

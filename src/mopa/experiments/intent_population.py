@@ -77,15 +77,12 @@ from mopa.experiments.intent_population_rows import (
     eval_stage,
 )
 from mopa.opponent.bc import BCConfig
-from mopa.opponent.beliefs import beliefs_acted_on
-from mopa.opponent.calibration import accuracy_by_step, ece_by_step
 from mopa.opponent.data import generate, load_dataset, save_dataset
 from mopa.opponent.population import (
     MemberData,
     PopulationConfig,
     fit_population,
-    held_out_likelihoods,
-    intent_belief,
+    held_out_report,
     load_clones,
     member_data,
     recognition_prior,
@@ -503,51 +500,20 @@ def _population(config, data_folder: Path, folder: Path) -> dict:
 
 def _belief(config, clone_folder: Path, data_folder: Path, folder: Path) -> dict:
     """Intent accuracy and ECE by step, and the held-out log-likelihood of the
-    population against every single clone, on the held-out prey's data."""
-    clones = load_clones(clone_folder / "clones.msgpack")
-    beliefs, labels = [], []
-    population_ll, clone_ll, moves = {}, {}, {}
-    for name in config.held_out_prey:
-        obs, actions, intents = prey_arrays(load_dataset(data_folder / f"{name}.npz"))
-        states, population_ll[name], clone_ll[name] = held_out_likelihoods(
-            config.population_config(),
-            clones,
-            obs,
-            actions,
-            config.bayes_epsilon,
-            config.fallback_prior,
-        )
-        beliefs.append(beliefs_acted_on(jax.vmap(jax.vmap(intent_belief))(states)))
-        labels.append(intents)
-        moves[name] = int(actions.size)
-    belief = jnp.concatenate(beliefs)
-    label = jnp.asarray(np.concatenate(labels))
-    total_moves = sum(moves.values())
-    per_clone = np.sum([clone_ll[n] for n in config.held_out_prey], 0) / total_moves
-    best = int(np.argmax(per_clone))
-    ece = np.asarray(ece_by_step(belief, label, config.calibration_bins))
-    out = {
-        "num_episodes": int(label.shape[0]),
-        "accuracy_by_step": np.asarray(accuracy_by_step(belief, label)).tolist(),
-        "ece_by_step": ece.tolist(),
-        "mean_ece": float(ece.mean()),
-        "log_likelihood_per_move": {
-            "population": sum(population_ll.values()) / total_moves,
-            "best_single_clone": float(per_clone[best]),
-            "best_clone": config.member_names[best],
-            "per_clone": dict(
-                zip(config.member_names, per_clone.tolist(), strict=True)
-            ),
-            "uniform": float(-np.log(NUM_ACTIONS)),
-            "per_prey": {
-                name: {
-                    "population": population_ll[name] / moves[name],
-                    "best_single_clone": clone_ll[name][best] / moves[name],
-                }
-                for name in config.held_out_prey
-            },
+    population against every single clone, on the held-out prey's data
+    (:func:`mopa.opponent.population.held_out_report`)."""
+    out = held_out_report(
+        config.population_config(),
+        load_clones(clone_folder / "clones.msgpack"),
+        {
+            name: prey_arrays(load_dataset(data_folder / f"{name}.npz"))
+            for name in config.held_out_prey
         },
-    }
+        config.member_names,
+        epsilon=config.bayes_epsilon,
+        fallback_prior=config.fallback_prior,
+        calibration_bins=config.calibration_bins,
+    )
     write_json(folder / "belief.json", out)
     return out
 

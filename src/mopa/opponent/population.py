@@ -893,6 +893,68 @@ def held_out_likelihoods(
     return states, float(jnp.sum(states.log_likelihood[:, -1])), alone
 
 
+def held_out_report(
+    config: PopulationConfig,
+    clones: Any,
+    opponents: dict[str, tuple[jax.Array, jax.Array, np.ndarray]],
+    member_names: Sequence[str],
+    *,
+    epsilon: float,
+    fallback_prior: float,
+    calibration_bins: int,
+) -> dict[str, Any]:
+    """How the population model reads opponents it was not fitted to: the intent
+    belief's accuracy and calibration error (ECE) by step, as a team acts on it
+    (the belief before each move), and the moves' log-likelihood per move under
+    the population against the best single clone in hindsight
+    (:func:`held_out_likelihoods`) and the uniform model.
+
+    Args:
+        opponents: ``{name: (obs [E, T, 1, D], actions [E, T, 1], intents [E])}``,
+            each opponent's recorded episodes and its true intent in each.
+        member_names: the library's members, in order (the best clone's name).
+        calibration_bins: the ECE's bins.
+    """
+    from mopa.opponent.beliefs import beliefs_acted_on
+    from mopa.opponent.calibration import accuracy_by_step, ece_by_step
+
+    beliefs, labels = [], []
+    population_ll, clone_ll, moves = {}, {}, {}
+    for name, (obs, actions, intents) in opponents.items():
+        states, population_ll[name], clone_ll[name] = held_out_likelihoods(
+            config, clones, obs, actions, epsilon, fallback_prior
+        )
+        beliefs.append(beliefs_acted_on(jax.vmap(jax.vmap(intent_belief))(states)))
+        labels.append(intents)
+        moves[name] = int(actions.size)
+    belief = jnp.concatenate(beliefs)
+    label = jnp.asarray(np.concatenate(labels))
+    total_moves = sum(moves.values())
+    per_clone = np.sum([clone_ll[n] for n in opponents], 0) / total_moves
+    best = int(np.argmax(per_clone))
+    ece = np.asarray(ece_by_step(belief, label, calibration_bins))
+    return {
+        "num_episodes": int(label.shape[0]),
+        "accuracy_by_step": np.asarray(accuracy_by_step(belief, label)).tolist(),
+        "ece_by_step": ece.tolist(),
+        "mean_ece": float(ece.mean()),
+        "log_likelihood_per_move": {
+            "population": sum(population_ll.values()) / total_moves,
+            "best_single_clone": float(per_clone[best]),
+            "best_clone": member_names[best],
+            "per_clone": dict(zip(member_names, per_clone.tolist(), strict=True)),
+            "uniform": float(-np.log(config.clone.num_actions)),
+            "per_prey": {
+                name: {
+                    "population": population_ll[name] / moves[name],
+                    "best_single_clone": clone_ll[name][best] / moves[name],
+                }
+                for name in opponents
+            },
+        },
+    }
+
+
 @functools.cache
 def _jitted_log_probs(config: PopulationConfig):
     return jax.jit(lambda clones, obs: population_log_probs(config, clones, obs))
