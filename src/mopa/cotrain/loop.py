@@ -992,6 +992,14 @@ def _lineage(
             }
         )
         previous = {"blue": blue_path, "model": model_path, "learners": learners}
+        # Every generation compiles new programs (red's population grows, so the
+        # shapes change); XLA's CPU code lives in memory mappings of its own, and
+        # a whole league's worth outgrows the kernel's limit on mappings
+        # (vm.max_map_count, 65,530 by default: "LLVM compilation error: Cannot
+        # allocate memory" at the fourth generation of the default profile).
+        # Dropping the compiled programs after each generation bounds them; a
+        # program compiled again is the same program, so no figure moves.
+        jax.clear_caches()
         population = [*population, red_path]
         identities[red_path] = f"best_response_{tag}"
     return {
