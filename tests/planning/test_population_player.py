@@ -390,7 +390,7 @@ def test_match_summary_reads_the_belief_through_every_match():
     beliefs = jax.tree.map(lambda x: jnp.broadcast_to(x, (C, M * T, *x.shape)), start)
     intents = np.array([[0, 1, 0, 0, 1, 1], [1, 1, 1, 1, 0, 0]])
     captures = np.array([[1.0, 2.0, 3.0], [0.0, 2.0, 2.0]])
-    summary = match_summary(Matches(captures, beliefs, intents, None), M)
+    summary = match_summary(Matches(captures, beliefs, intents, None))
     assert summary["num_matches"] == C
     assert [e["mean"] for e in summary["captures_by_episode"]] == [0.5, 2.0, 2.5]
     np.testing.assert_allclose(summary["top_member_by_episode_end"], [0.25] * M)

@@ -386,7 +386,7 @@ def adaptation_stage(config, teams: dict, clone_folder: Path, folder: Path, prog
     out = {}
     for name in [*config.held_out_prey, *config.out_of_family]:
         progress(f"[adaptation] matches vs {name}")
-        out[name] = match_summary(play(name), config.match_episodes)
+        out[name] = match_summary(play(name))
     pooled = pooled_match_summary([out[n] for n in config.held_out_prey])
     write_json(
         folder / "matches.json",

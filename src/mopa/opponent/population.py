@@ -159,7 +159,8 @@ from mopa.core.checks import (
 )
 from mopa.errors import InvalidParameterError
 from mopa.opponent.bc import BCConfig, BCMetrics, bc_logits, make_train
-from mopa.opponent.beliefs import floored_log_likelihood
+from mopa.opponent.beliefs import beliefs_acted_on, floored_log_likelihood
+from mopa.opponent.calibration import accuracy_by_step, ece_by_step
 from mopa.opponent.data import TrajectoryDataset
 
 DEFAULT_EPSILON = 0.05
@@ -915,9 +916,6 @@ def held_out_report(
         member_names: the library's members, in order (the best clone's name).
         calibration_bins: the ECE's bins.
     """
-    from mopa.opponent.beliefs import beliefs_acted_on
-    from mopa.opponent.calibration import accuracy_by_step, ece_by_step
-
     beliefs, labels = [], []
     population_ll, clone_ll, moves = {}, {}, {}
     for name, (obs, actions, intents) in opponents.items():

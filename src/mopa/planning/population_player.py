@@ -514,7 +514,7 @@ step ``[C, M, T]``, the none-fits probability, the largest member probability an
 whether the intent marginal's argmax was the opponent's intent."""
 
 
-def match_summary(matches: Matches, episodes_per_match: int) -> dict[str, Any]:
+def match_summary(matches: Matches) -> dict[str, Any]:
     """What a population planner's :class:`Matches` show: the captures'
     :func:`~mopa.eval.protocol.match_stats`, and how the belief moves through a
     match (the none-fits probability and the largest member probability at each
@@ -522,7 +522,7 @@ def match_summary(matches: Matches, episodes_per_match: int) -> dict[str, Any]:
     none fits, the intent's accuracy by step), with the online correction's weight
     at each episode's end when there is one. ``raw`` holds :data:`MATCH_TRACES`
     (pool several opponents' with :func:`pooled_match_summary`)."""
-    C, M = matches.captures.shape[0], episodes_per_match
+    C, M = matches.captures.shape  # matches, episodes per match
 
     def per_step(values: Any) -> np.ndarray:
         return np.asarray(values).reshape(C, M, -1)
