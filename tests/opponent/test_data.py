@@ -10,7 +10,7 @@ import pytest
 from mopa.envs.registry import make
 from mopa.envs.wrappers import AutoReset
 from mopa.errors import CheckpointError, InvalidParameterError
-from mopa.opponent import data
+from mopa.opponent import data, population
 from mopa.opponent import representations as rep
 from mopa.players import PolicyPlayer, initial_player_carry
 from mopa.policy import PolicySpec, init_params
@@ -130,6 +130,43 @@ def test_chains_carry_episode_index_across_auto_resets(game, dataset, loop):
     )
     np.testing.assert_array_equal(dataset.episode_labels("policy_id"), [3] * 8)
     np.testing.assert_array_equal(dataset.positions("prey"), dataset["pos"][:, :, 3])
+
+
+def test_episodes_that_end_before_the_horizon_are_padded(game, dataset):
+    """Episodes of 25 steps played with a horizon of 30: each on a row of its own
+    from its first step, the steps past its end zeros and not played, the chain's
+    third (unfinished) episode left out; the opponent's episodes of the population
+    model read them so. An episode longer than the horizon is an error; where
+    every episode lasts the horizon, the rows are :meth:`episodes`'s."""
+    env, params, players, player_params = game
+
+    def play(num_chains, horizon):
+        return data.generate(
+            env, params, players, player_params, jax.random.key(DATA_SEED),
+            num_chains=num_chains, episodes_per_chain=2, horizon=horizon,
+        )  # fmt: skip
+
+    short = play(2, 30)
+    with pytest.raises(InvalidParameterError, match="do not all last horizon"):
+        short.episodes("pos")
+    pos, played = short.episode_steps("pos")
+    assert pos.shape == (4, 30, 4, 2) and played.shape == (4, 30)
+    assert played[:, :HORIZON].all() and not played[:, HORIZON:].any()
+    np.testing.assert_array_equal(pos[3, :HORIZON], short["pos"][1, 25:50])
+    assert not pos[:, HORIZON:].any()
+    assert short["episode"][0, 50:].tolist() == [2] * 10  # played, left out
+    prey = population.member_episodes(short, "prey")
+    np.testing.assert_array_equal(prey.valid, played)
+    np.testing.assert_array_equal(
+        prey.actions[1, :HORIZON], short["actions.prey"][0, 25:50]
+    )
+    with pytest.raises(InvalidParameterError, match="lasts more than horizon"):
+        play(1, 20).episode_steps("pos")
+    with pytest.raises(InvalidParameterError, match="not a per-step array"):
+        dataset.episode_steps("placement")
+    obs, played = dataset.episode_steps("obs.prey")
+    np.testing.assert_array_equal(obs, dataset.episodes("obs.prey"))
+    assert played.all()
 
 
 def test_npz_round_trip_loads_without_pickle(dataset, tmp_path):

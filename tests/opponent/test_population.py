@@ -280,6 +280,30 @@ def test_episode_log_likelihoods_sum_each_episodes_moves(clones):
         )
 
 
+def test_the_belief_at_an_episodes_end_skips_the_padded_steps(clones):
+    """An episode that ended early, padded with other moves: the belief at its
+    end (:func:`mopa.cotrain.model.last_beliefs`) is the belief after its played
+    steps alone."""
+    from mopa.cotrain.model import last_beliefs
+
+    params, _ = clones
+    episodes, _ = episodes_of(np.random.default_rng(2), 2, 3)
+    played = np.arange(12) < np.array([[12], [8], [5]])  # [E, T]
+    padded = P.MemberEpisodes(
+        episodes.obs, np.where(played[..., None], episodes.actions, RARE), played
+    )
+    got = last_beliefs(CONFIG, params, padded, 0.05, 0.01)
+    for e, length in enumerate((12, 8, 5)):
+        alone = P.MemberEpisodes(
+            episodes.obs[e : e + 1, :length],
+            episodes.actions[e : e + 1, :length],
+            np.ones((1, length), bool),
+        )
+        want = last_beliefs(CONFIG, params, alone, 0.05, 0.01)
+        for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+            np.testing.assert_allclose(np.asarray(a)[e], np.asarray(b)[0], rtol=1e-5)
+
+
 @pytest.mark.slow
 def test_intents_are_found_from_a_rough_first_guess():
     """A first guess right for 60% of the episodes (the rest drawn at random):

@@ -195,16 +195,16 @@ def last_beliefs(
     epsilon: float,
     fallback_prior: float,
 ) -> PopulationBeliefState:
-    """The belief after every move of each episode (leaves ``[E, ...]``), as a
-    belief game holds it at the episode's end: from the model's priors, updated
-    by each of red's recorded moves (:func:`~mopa.opponent.population.
-    population_beliefs`; every step valid)."""
+    """The belief at the end of each episode (leaves ``[E, ...]``), as a belief
+    game holds it then: from the model's priors, updated by each of red's recorded
+    moves (:func:`~mopa.opponent.population.population_beliefs`; a padded step
+    past an episode's end leaves it unchanged)."""
     obs, actions = jnp.asarray(episodes.obs), jnp.asarray(episodes.actions)
     log_probs = population_log_probs(population, clones, obs)  # [E, T, A, K, M, n]
     K, M = log_probs.shape[-3:-1]
     start = init_population_belief(K, M, fallback_prior=fallback_prior)
-    states = jax.vmap(lambda lp, a: population_beliefs(start, lp, a, epsilon))(
-        log_probs, actions.astype(jnp.int32)
+    states = jax.vmap(lambda lp, a, v: population_beliefs(start, lp, a, epsilon, v))(
+        log_probs, actions.astype(jnp.int32), jnp.asarray(episodes.valid)
     )
     return jax.tree.map(lambda x: x[:, -1], states)
 

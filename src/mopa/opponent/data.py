@@ -161,6 +161,35 @@ class TrajectoryDataset:
         array = self[name]
         return array.reshape(self.num_episodes, self.horizon, *array.shape[2:])
 
+    def episode_steps(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Per-step array ``name`` cut into the chains' first ``E`` episodes, each on
+        a row of its own from its first step, for games whose episodes can end
+        early: ``(array [C x E, horizon, ...], played [C x E, horizon])``
+        (chain-major), the steps past an episode's end zeros and not ``played``.
+        Where every episode lasts ``horizon`` steps, ``array`` is
+        :meth:`episodes`'s and every step is played.
+
+        Raises:
+            InvalidParameterError: ``name`` is not a per-step array, or an episode
+                lasted longer than ``horizon`` steps.
+        """
+        if name not in self.header["step_fields"]:
+            raise InvalidParameterError(f"{name!r} is not a per-step array")
+        array = self[name]
+        chain, at = np.nonzero(self["valid"])
+        step = self["step"][chain, at]
+        if step.size and int(step.max()) >= self.horizon:
+            raise InvalidParameterError(
+                f"an episode of this dataset lasts more than horizon ({self.horizon}) "
+                "steps"
+            )
+        row = chain * self.episodes_per_chain + self["episode"][chain, at]
+        out = np.zeros((self.num_episodes, self.horizon, *array.shape[2:]), array.dtype)
+        played = np.zeros((self.num_episodes, self.horizon), bool)
+        out[row, step] = array[chain, at]
+        played[row, step] = True
+        return out, played
+
     def episode_labels(self, name: str) -> np.ndarray:
         """``[C x E, ...]``: a per-episode array flattened chain-major, or a
         per-chain array repeated for each of the chain's episodes."""

@@ -301,7 +301,8 @@ def fit_population(
 
 
 class MemberEpisodes(NamedTuple):
-    """One opponent's episodes, every one of ``T`` steps (``A`` agents)."""
+    """One opponent's episodes (``A`` agents), each on ``T`` steps: an episode that
+    ended early is padded, its steps past the end not ``valid``."""
 
     obs: Any  # [E, T, A, D] float
     actions: Any  # [E, T, A] int
@@ -309,12 +310,11 @@ class MemberEpisodes(NamedTuple):
 
 
 def member_episodes(dataset: TrajectoryDataset, team: str) -> MemberEpisodes:
-    """``team``'s episodes in ``dataset`` (:meth:`TrajectoryDataset.episodes`)."""
-    return MemberEpisodes(
-        obs=dataset.episodes(f"obs.{team}"),
-        actions=dataset.episodes(f"actions.{team}"),
-        valid=dataset.episodes("valid"),
-    )
+    """``team``'s episodes in ``dataset``, padded where an episode ended early
+    (:meth:`TrajectoryDataset.episode_steps`)."""
+    obs, played = dataset.episode_steps(f"obs.{team}")
+    actions, _ = dataset.episode_steps(f"actions.{team}")
+    return MemberEpisodes(obs=obs, actions=actions, valid=played)
 
 
 def episodes_data(episodes: MemberEpisodes, intents: Any) -> MemberData:
