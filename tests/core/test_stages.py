@@ -6,9 +6,13 @@ import dataclasses
 import json
 import threading
 
+import jax
+import jax.numpy as jnp
 import pytest
 
 from mopa.cli.main import main
+from mopa.core import compile_cache
+from mopa.core.compile_cache import bound_compiled_programs, memory_mappings
 from mopa.core.stages import STAGE_FILE, Stages, file_fingerprint, fingerprint
 from mopa.experiments import register_experiment
 from tests.concurrency import CALLS, DEVICE_COUNTS, run_stress
@@ -239,3 +243,30 @@ def test_stages_together_never_hang(num_devices):
         f"stages: {CALLS} calls of 3 stages together on {num_devices} CPU "
         "device(s), the same numbers every call"
     )
+
+
+def test_a_stage_drops_the_compiled_programs_near_the_mapping_limit(
+    tmp_path, monkeypatch
+):
+    """Past the share of the kernel's limit on memory mappings, a stage that ran
+    drops JAX's compiled programs (a reused one does not); below it they stay. A
+    program compiled again gives the same numbers."""
+    count, limit = memory_mappings()
+    assert 0 < count < limit
+    add = jax.jit(lambda x: x * 3.0 + 1.0)
+
+    def stage(folder):
+        return float(add(jnp.float32(2.0)))
+
+    stages = Stages(tmp_path)
+    assert stages.run("below", {"a": 1}, stage) == 7.0
+    assert add._cache_size() == 1  # half the limit is far off
+    monkeypatch.setattr(compile_cache, "MAPPINGS_SHARE", 0.0)
+    assert stages.run("past", {"a": 2}, stage) == 7.0
+    assert add._cache_size() == 0
+    add(jnp.float32(2.0))
+    assert stages.run("past", {"a": 2}, stage) == 7.0  # reused: nothing dropped
+    assert add._cache_size() == 1
+    assert not bound_compiled_programs(share=1.0)
+    assert bound_compiled_programs(share=0.0) and add._cache_size() == 0
+    assert float(add(jnp.float32(2.0))) == 7.0

@@ -127,3 +127,46 @@ class _WholeFileStore(CacheInterface):
         path = self._path / f"{key}-cache"
         if not path.exists():
             atomic_write(path, lambda file: file.write(value))
+
+
+# -- the kernel's limit on memory mappings ------------------------------------------
+MAPPINGS_SHARE = 0.5
+"""Share of the kernel's limit on a process's memory mappings past which
+:func:`bound_compiled_programs` drops JAX's compiled programs."""
+
+
+def memory_mappings() -> tuple[int, int] | None:
+    """``(this process's memory mappings, the kernel's limit)`` (Linux's
+    ``/proc/self/maps`` and ``vm.max_map_count``), or ``None`` where the system
+    does not say."""
+    try:
+        with open("/proc/self/maps", "rb") as maps:
+            count = sum(1 for _ in maps)
+        limit = int(Path("/proc/sys/vm/max_map_count").read_text())
+    except (OSError, ValueError):
+        return None
+    return count, limit
+
+
+def bound_compiled_programs(share: float | None = None) -> bool:
+    """Drop JAX's compiled programs (``jax.clear_caches``) once this process holds
+    more than ``share`` (:data:`MAPPINGS_SHARE` by default) of the kernel's limit
+    on memory mappings.
+
+    XLA's CPU programs live in memory mappings of their own, and a long run that
+    compiles thousands of programs (a league, a verification of a long folder)
+    fails with ``LLVM compilation error: Cannot allocate memory`` when it reaches
+    the limit (65,530 by default), long before memory runs out. A program
+    compiled again is the same program, so no figure moves; with the persistent
+    cache on it is loaded rather than compiled. :class:`~mopa.core.stages.Stages`
+    calls this after every stage it runs.
+
+    Returns:
+        Whether the programs were dropped.
+    """
+    share = MAPPINGS_SHARE if share is None else share
+    mappings = memory_mappings()
+    if mappings is None or mappings[0] <= share * mappings[1]:
+        return False
+    jax.clear_caches()
+    return True

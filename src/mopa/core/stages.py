@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from mopa.core.checks import switched_off
+from mopa.core.compile_cache import bound_compiled_programs
 from mopa.core.files import write_json
 
 STAGES_TOGETHER_ENV = "MOPA_STAGES_TOGETHER"
@@ -167,6 +168,8 @@ class Stages:
         self.timing_s[name] = wall
         if reused:
             self.reused.append(name)
+        else:  # a long run's programs can outgrow the kernel's mapping limit
+            bound_compiled_programs()
 
     def _run(
         self, name: str, config: Any, fn: Callable[[Path], Any], force: bool
