@@ -416,12 +416,13 @@ def test_the_first_guess_names_the_corner_the_prey_heads_for():
         first_guess(battalion, episodes, 4)
 
 
-def test_the_committed_folder_renders_its_own_tables():
-    """``results/cotrain``, written by this loop, renders every table row of the
+@pytest.mark.parametrize("folder", ["cotrain", "cotrain_battalion"])
+def test_the_committed_folder_renders_its_own_tables(folder):
+    """A committed folder written by this loop renders every table row of the
     results.md it was written with."""
     from mopa.report.cotrain_report import results_markdown
 
-    root = Path(__file__).resolve().parents[2] / "results" / "cotrain"
+    root = Path(__file__).resolve().parents[2] / "results" / folder
     results = json.loads((root / "results.json").read_text())
     assert "improvement" in results and "criteria" in results
     rendered = [line for line in results_markdown(results).splitlines() if "|" in line]

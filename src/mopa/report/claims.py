@@ -476,10 +476,6 @@ def _final(blue: str, figure: str) -> Value:
     return mean(f"final.{blue}.{figure}")
 
 
-def _planner(figure: str) -> Value:
-    return mean(f"lineages.plan.-1.planner.{figure}")
-
-
 def _cotrain_claims(folder: str) -> tuple[Claim, ...]:
     """The co-training loop's criteria at its last generation: the planning blue
     (the tree search, the teacher) over the blind blue, its distilled policy's
@@ -558,6 +554,40 @@ def _cotrain_claims(folder: str) -> tuple[Claim, ...]:
     return tuple(claims)
 
 
+def _battalion_claims(folder: str) -> tuple[Claim, ...]:
+    """The battalion league's criteria at its last generation: the planning blue
+    (the per-agent lookahead, the teacher) over the blind blue, and its distilled
+    policy's win rate against the lookahead's, against red's population and the
+    held-out reds."""
+    planner = "lineages.plan.-1.planners.lookahead"
+    claims = []
+    for figure, reds in (
+        ("score_vs_population", "red's population"),
+        ("score_vs_held_out", "held-out reds"),
+    ):
+        claims.append(
+            Claim(
+                f"{folder}.planner_{figure}",
+                folder,
+                f"the planning blue (lookahead) wins more than the blind blue, {reds}",
+                _OWN,
+                mean(f"{planner}.{figure}"),
+                Exceeds(_final("blind", figure), "blind"),
+            )
+        )
+        claims.append(
+            Claim(
+                f"{folder}.distilled_keep_{figure}",
+                folder,
+                f"the distilled policy wins >= 80% as often as the lookahead, {reds}",
+                _OWN,
+                Ratio(f"final.plan.{figure}", f"{planner}.{figure}"),
+                AtLeast(0.8),
+            )
+        )
+    return tuple(claims)
+
+
 CLAIMS: tuple[Claim, ...] = (
     *_intent_claims("intent", default=True),
     *_intent_claims("intent_mopa", default=False),
@@ -577,22 +607,7 @@ CLAIMS: tuple[Claim, ...] = (
     *_exp5_claims("exp5"),
     *_exp5_claims("exp5_mopa"),
     *_cotrain_claims("cotrain"),
-    Claim(
-        "cotrain_battalion.planner",
-        "cotrain_battalion",
-        "the planning blue wins more than the blind blue against red's population",
-        _OWN,
-        _planner("score_vs_population"),
-        Exceeds(_final("blind", "score_vs_population"), "blind"),
-    ),
-    Claim(
-        "cotrain_battalion.remodel_exploitability",
-        "cotrain_battalion",
-        "re-modelling blue less exploitable than the blind blue (g4)",
-        _OWN,
-        _final("remodel", "exploitability.score_vs_best_response"),
-        Under(_final("blind", "exploitability.score_vs_best_response"), "blind"),
-    ),
+    *_battalion_claims("cotrain_battalion"),
     Claim(
         "lemol.accuracy",
         "lemol",
