@@ -76,9 +76,8 @@ def test_any_number_changed_in_a_results_json_changes_its_page(copy):
 
 def _written_at(root: Path, folder: str) -> str:
     """The short commit the folder's figures were written at (its meta.json)."""
-    return json.loads((root / "results" / folder / "meta.json").read_text())["git_sha"][
-        :7
-    ]
+    meta = json.loads((root / "results" / folder / "meta.json").read_text())
+    return meta["git_sha"][:7]
 
 
 def test_a_verify_record_is_shown_and_its_absence_says_not_verified(copy):
